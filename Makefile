@@ -1,0 +1,28 @@
+# The two commands of the README quick start. Each creates .venv and installs the project
+# (editable, with test extras) when needed, then runs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PROBLEM ?= problems/llama3-70b-online.yaml
+
+.PHONY: plan test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fleetplan needs Python >= 3.11")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+plan: $(STAMP)
+	$(BIN)/fleetplan plan $(PROBLEM)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_perf_model.py
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache

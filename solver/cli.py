@@ -1,0 +1,109 @@
+"""The `fleetplan` command line. It parses arguments, calls the flow, prints; no logic here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Sequence
+
+from solver import __version__, catalog
+from solver.errors import FleetplanError, InputError
+from solver.schema.cards import PRECISIONS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
+                "at the lowest cost.")
+    p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    e = sub.add_parser("estimate", help="the performance model for one configuration")
+    e.add_argument("--model", required=True, help="model card name or path")
+    e.add_argument("--hardware", required=True, help="hardware card name or path")
+    for flag in ("tp", "pp", "ep", "dp"):
+        e.add_argument(f"--{flag}", type=_positive, default=1)
+    e.add_argument("--stage", choices=["prefill", "decode"])
+    load = e.add_mutually_exclusive_group()
+    load.add_argument("--batch", type=_positive)
+    load.add_argument("--concurrency", type=_positive,
+                      help="closed-loop benchmark: N requests always in flight")
+    e.add_argument("--input-tokens", type=_positive, default=2048)
+    e.add_argument("--output-tokens", type=_positive, default=128)
+    e.add_argument("--precision", choices=PRECISIONS, default="bf16")
+    e.add_argument("--kv-precision", choices=PRECISIONS)
+    e.add_argument("--format", choices=["table", "json"], default="table")
+
+    c = sub.add_parser("catalog", help="list the shipped cards")
+    c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
+    c.add_argument("--format", choices=["table", "json"], default="table")
+    return p
+
+
+def _cmd_estimate(a: argparse.Namespace) -> int:
+    from solver.perf.estimate import estimate
+    from solver.report.text import estimate_text
+
+    r = estimate(
+        catalog.model_card(a.model), catalog.hardware_card(a.hardware),
+        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
+        concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
+        precision=a.precision, kv_precision=a.kv_precision,
+    )
+    print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
+    return 0
+
+
+def _cmd_catalog(a: argparse.Namespace) -> int:
+    from solver.report.catalog import catalog_json, catalog_text
+
+    kinds = [a.kind] if a.kind else ["models", "hardware"]
+    print(catalog_json(kinds) if a.format == "json" else catalog_text(kinds))
+    return 0
+
+
+COMMANDS = {"estimate": _cmd_estimate, "catalog": _cmd_catalog}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        args = _build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except FleetplanError as exc:
+        if os.environ.get("FLEETPLAN_DEBUG"):
+            raise
+        print(f"error: {exc}" if exc.exit_code != 3 else f"internal error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # a bug: one line, exit 3
+        if os.environ.get("FLEETPLAN_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc} (set FLEETPLAN_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return 3
+
+
+def run() -> None:
+    sys.exit(main())
+
+
+_ = json  # json is used by subcommands added later

@@ -1,0 +1,161 @@
+"""Derived architecture numbers of a model card: parameter counts per block and KV sizes.
+
+Scalars only (one model at a time); the vectorised performance model combines them with arrays
+of parallelism plans. Formulas: reference/hardware.md section 3.1 (llm-analysis, aiconfigurator),
+with explicit head_dim and MLA projections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.schema.cards import ModelCard
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelArch:
+    """Parameter counts (elements, not bytes) of the blocks the performance model shards."""
+
+    name: str
+    layers: int
+    hidden: int
+    vocab: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    is_mla: bool
+    # attention block, per layer
+    attn_q_params: int  # query projection(s), incl. MLA down/up projections for q
+    attn_kv_params: int  # key/value projection(s); for MLA the latent down + up projections
+    attn_o_params: int
+    # feed-forward, per layer
+    dense_mlp_params: int  # one dense layer's MLP (0 when no dense layer exists)
+    expert_params: int  # one routed expert
+    shared_expert_params: int  # all shared experts of one MoE layer together
+    router_params: int
+    num_experts: int
+    top_k: int
+    moe_layers: int
+    dense_layers: int
+    norm_params_per_layer: int
+    embed_params: int  # input embedding
+    lm_head_params: int  # 0 when tied
+    # attention geometry used by the cost model
+    qk_dim: int  # per-head dim of q.k products
+    v_dim: int  # per-head dim of values
+    kv_cache_elems_per_token_per_layer: int  # whole model width (before TP split)
+    mla_latent: bool  # KV cache is a latent vector shared by all heads (not split by TP)
+    local_window_tokens: int | None
+    local_layers: int  # layers restricted to the window
+
+    @classmethod
+    def from_card(cls, card: ModelCard) -> ModelArch:
+        a = card.attention
+        h = card.hidden_size
+        if a.kind == "mla":
+            m = a.mla
+            if m is None:  # the card validator guarantees an mla block for kind 'mla'
+                raise TypeError(f"model {card.name}: attention.kind 'mla' without an mla block")
+            qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+            if m.q_lora_rank:
+                q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a.num_heads * qk
+            else:
+                q = h * a.num_heads * qk
+            kv = (
+                h * (m.kv_lora_rank + m.qk_rope_head_dim)
+                + m.kv_lora_rank
+                + m.kv_lora_rank * a.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
+            )
+            o = a.num_heads * m.v_head_dim * h
+            kv_elems = m.kv_lora_rank + m.qk_rope_head_dim
+            qk_dim, v_dim = qk, m.v_head_dim
+        else:
+            q = h * a.num_heads * a.head_dim
+            kv = 2 * h * a.num_kv_heads * a.head_dim
+            o = a.num_heads * a.head_dim * h
+            kv_elems = 2 * a.num_kv_heads * a.head_dim
+            qk_dim = v_dim = a.head_dim
+        mats = 3 if card.gated_mlp else 2
+        has_dense = card.intermediate_size is not None and card.num_layers > card.num_moe_layers
+        dense = mats * h * card.intermediate_size if has_dense else 0
+        moe = card.moe
+        if moe is not None:
+            expert = mats * h * moe.expert_intermediate_size
+            shared_width = moe.shared_expert_intermediate_size or moe.expert_intermediate_size
+            shared = moe.shared_experts * mats * h * shared_width
+            router = h * moe.num_experts
+            n_exp, top_k = moe.num_experts, moe.experts_per_token
+        else:
+            expert = shared = router = n_exp = top_k = 0
+        moe_layers = card.num_moe_layers
+        local = a.local
+        if local is None:
+            local_layers, window = 0, None
+        else:
+            globals_ = card.num_layers // local.global_every if local.global_every else 0
+            local_layers, window = card.num_layers - globals_, local.window_tokens
+        return cls(
+            name=card.name,
+            layers=card.num_layers,
+            hidden=h,
+            vocab=card.vocab_size,
+            heads=a.num_heads,
+            kv_heads=a.num_kv_heads,
+            head_dim=a.head_dim,
+            is_mla=a.kind == "mla",
+            attn_q_params=q,
+            attn_kv_params=kv,
+            attn_o_params=o,
+            dense_mlp_params=dense,
+            expert_params=expert,
+            shared_expert_params=shared,
+            router_params=router,
+            num_experts=n_exp,
+            top_k=top_k,
+            moe_layers=moe_layers,
+            dense_layers=card.num_layers - moe_layers,
+            norm_params_per_layer=2 * h,
+            embed_params=card.vocab_size * h,
+            lm_head_params=0 if card.tie_word_embeddings else card.vocab_size * h,
+            qk_dim=qk_dim,
+            v_dim=v_dim,
+            kv_cache_elems_per_token_per_layer=kv_elems,
+            mla_latent=a.kind == "mla",
+            local_window_tokens=window,
+            local_layers=local_layers,
+        )
+
+    # ---- totals -------------------------------------------------------------------------
+
+    @property
+    def attn_params_per_layer(self) -> int:
+        return self.attn_q_params + self.attn_kv_params + self.attn_o_params
+
+    @property
+    def total_params(self) -> int:
+        per_moe = self.num_experts * self.expert_params + self.shared_expert_params
+        return (
+            self.layers * (self.attn_params_per_layer + self.norm_params_per_layer)
+            + self.dense_layers * self.dense_mlp_params
+            + self.moe_layers * (per_moe + self.router_params)
+            + self.embed_params
+            + self.lm_head_params
+            + self.hidden  # final norm
+        )
+
+    @property
+    def active_params(self) -> int:
+        """Parameters touched by one token (embedding row lookups counted as the table)."""
+        per_moe = self.top_k * self.expert_params + self.shared_expert_params
+        return (
+            self.layers * (self.attn_params_per_layer + self.norm_params_per_layer)
+            + self.dense_layers * self.dense_mlp_params
+            + self.moe_layers * (per_moe + self.router_params)
+            + self.embed_params
+            + self.lm_head_params
+            + self.hidden
+        )
+
+    def kv_cache_bytes_per_token(self, kv_bytes_per_elem: float) -> float:
+        """KV bytes per token of context for the whole model, no window bounding."""
+        return self.layers * self.kv_cache_elems_per_token_per_layer * kv_bytes_per_elem

@@ -1,0 +1,154 @@
+"""`fleetplan estimate`: the performance model for one configuration, as a typed document."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from solver.errors import InputError
+from solver.perf import runtime as rt
+from solver.perf.arch import ModelArch
+from solver.perf.engine import EngineParams
+from solver.perf.memory import Memory, memory
+from solver.perf.stages import Load, StageTime, stage_time
+from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
+from solver.perf.validity import RULES, invalid_reasons
+from solver.schema.cards import HardwareCard, ModelCard, Precision
+from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
+
+Stage = Literal["prefill", "decode"]
+
+
+def _mem_doc(m: Memory) -> MemoryBreakdown:
+    g = lambda a: round(float(a[0]) / GIB, 3)  # noqa: E731
+    return MemoryBreakdown(
+        weights_gib=g(m.weights),
+        kv_cache_gib=g(m.kv_cache),
+        activations_gib=g(m.activations),
+        reserve_gib=g(m.reserve),
+        usable_gib=g(m.capacity),
+        device_gib=0.0,
+    )
+
+
+def _time_doc(st: StageTime) -> TimeBreakdown:
+    ms = lambda a: round(float(a[0]) * 1e3, 4)  # noqa: E731
+    return TimeBreakdown(
+        gemm_ms=ms(st.gemm_s),
+        attention_ms=ms(st.attention_s),
+        communication_ms=ms(st.comm_s),
+        kernel_overhead_ms=ms(st.overhead_s),
+        pipeline_hop_ms=ms(st.hop_s),
+    )
+
+
+def estimate(
+    model: ModelCard,
+    hardware: HardwareCard,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    ep: int = 1,
+    dp: int = 1,
+    stage: Stage | None = None,
+    batch: int | None = None,
+    concurrency: int | None = None,
+    input_tokens: int = 2048,
+    output_tokens: int = 128,
+    precision: Precision = "bf16",
+    kv_precision: Precision | None = None,
+    engine: EngineParams | None = None,
+) -> EstimateResult:
+    engine = engine or EngineParams()
+    kv_precision = kv_precision or precision
+    if batch is not None and concurrency is not None:
+        raise InputError("give --batch or --concurrency, not both")
+    if concurrency is not None and stage is not None:
+        raise InputError("--concurrency models a colocated instance; it takes no --stage")
+    for name, v in (("input-tokens", input_tokens), ("output-tokens", output_tokens)):
+        if v < 1:
+            raise InputError(f"--{name} must be at least 1 (got {v})")
+    if batch is None and concurrency is None:
+        batch = 1
+    for name, v in (("batch", batch), ("concurrency", concurrency)):
+        if v is not None and v < 1:
+            raise InputError(f"--{name} must be at least 1 (got {v})")
+    arch = ModelArch.from_card(model)
+    hw = HardwareTable.from_cards([hardware])
+    wcode, kcode = precision_code(precision), precision_code(kv_precision)
+    plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
+                     wprec=wcode, kvprec=kcode)
+    broken = [RULES[k] for k, m in invalid_reasons(arch, plans).items() if m[0]]
+    if broken:
+        raise InputError(
+            f"tp={tp} pp={pp} ep={ep} dp={dp} is not a valid plan for {model.name}: "
+            + "; ".join(broken)
+        )
+    notes: list[str] = []
+    math = precision if hardware.supports(precision) else "bf16"
+    if math != precision:
+        notes.append(
+            f"{hardware.name} has no native {precision} math: weights are stored in {precision} "
+            "and the GEMMs run in bf16 (weight-only quantisation)"
+        )
+    wl = rt.Workload(float(input_tokens), float(output_tokens))
+    common = dict(
+        model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp,
+        devices_per_instance=tp * pp * dp, precision=precision, kv_precision=kv_precision,
+        math_precision=math, batch=batch, concurrency=concurrency,
+        input_tokens=input_tokens, output_tokens=output_tokens,
+    )
+    step = engine.step_overhead_ms * 1e-3
+    p = float(pp)
+
+    if concurrency is not None:
+        cl = rt.closed_loop(arch, hw, plans, wl, concurrency, engine)
+        mem = cl.memory
+        return EstimateResult(
+            **common, stage="closed_loop", fits=bool(mem.fits[0]),
+            memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
+            memory=_mem_doc(mem).model_copy(update={"device_gib": hardware.memory_gib}),
+            prefill_ms=None, decode_step_ms=None,
+            ttft_ms=float(cl.ttft_ms[0]), tpot_ms=float(cl.tpot_ms[0]),
+            throughput_qps=float(cl.throughput_qps[0]),
+            tokens_per_s=float(cl.output_tokens_per_s[0]), breakdown=None,
+            notes=notes + [f"closed loop: {concurrency} requests in flight; "
+                           f"{float(cl.decode_batch[0]):.1f} decoding on average; "
+                           f"token budget {engine.max_batched_tokens} per iteration"],
+        )
+
+    B = float(batch)  # type: ignore[arg-type]
+    pre_st = stage_time(arch, hw, plans, Load.prefill(B / dp, input_tokens), engine)
+    prefill_s = p * pre_st.stage_s + (p - 1) * pre_st.hop_s + step
+    dec_s, dec_st = rt.cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
+    prefill_ms, decode_ms = float(prefill_s[0] * 1e3), float(dec_s[0] * 1e3)
+    if stage == "prefill":
+        mem = memory(arch, hw, plans, input_tokens, B * input_tokens, engine)
+        qps = B / float(pre_st.stage_s[0] + step)
+        tokens = qps * input_tokens
+        ttft, tpot, st = prefill_ms, None, pre_st
+    elif stage == "decode":
+        mem = memory(arch, hw, plans, input_tokens + output_tokens, B, engine)
+        qps = B / (output_tokens * float(dec_s[0]))
+        tokens = B / float(dec_s[0])
+        ttft, tpot, st = None, decode_ms, dec_st
+    else:
+        # static batch: prefill the batch, then decode it to the end (aiconfigurator run_static)
+        mem = memory(arch, hw, plans, input_tokens + output_tokens, B * input_tokens, engine)
+        total = float(prefill_s[0] + output_tokens * dec_s[0])
+        qps = B / total
+        tokens = qps * output_tokens
+        ttft, tpot, st = prefill_ms, decode_ms, dec_st
+        notes.append("no --stage: a static batch is prefilled, then decoded to the end; "
+                     "tokens_per_s counts output tokens")
+    if not bool(mem.fits[0]):
+        notes.append("does not fit in device memory: throughput figures are not achievable")
+    return EstimateResult(
+        **common, stage=stage or "both", fits=bool(mem.fits[0]),
+        memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
+        memory=_mem_doc(mem).model_copy(update={"device_gib": hardware.memory_gib}),
+        prefill_ms=prefill_ms if stage != "decode" else None,
+        decode_step_ms=decode_ms if stage != "prefill" else None,
+        ttft_ms=ttft, tpot_ms=tpot, throughput_qps=qps, tokens_per_s=tokens,
+        breakdown=_time_doc(st), notes=notes,
+    )
+

@@ -1,0 +1,243 @@
+"""Assemble one engine iteration: operators per layer, summed along a pipeline stage.
+
+An iteration (one forward pass) on one attention data-parallel rank carries a `Load`: some
+decoding sequences (one new token each, reading their KV cache) and some prefill tokens (whole
+prompts, or chunks of them). Prefill and decode are the two pure cases; colocated continuous
+batching mixes them. Per layer we charge:
+
+- QKV and output projections (GEMMs over all tokens of the iteration);
+- attention: decode reads every sequence's KV; prefill is quadratic in the prompt (causal pairs),
+  bounded by the window on chunked / sliding layers; MLA decode works on the latent cache;
+- the MLP (dense) or the MoE block (router, experts sized by the tokens routed to a device, the
+  weights of the experts actually touched, shared experts);
+- tensor-parallel all-reduces (attention out, MLP out) and, with attention data parallelism, the
+  MoE dispatch/combine all-to-all;
+- a fixed cost per kernel.
+
+A stage holds ceil(L / pp) layers; the last stage also runs the LM head. Pipeline hand-offs are
+point-to-point sends. Every quantity is an array over plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from solver.perf import ops
+from solver.perf.arch import ModelArch
+from solver.perf.engine import EngineParams
+from solver.perf.tables import ACT_BYTES, PRECISION_BYTES, HardwareTable, Plans
+
+
+@dataclass(frozen=True, slots=True)
+class Load:
+    """Work of one iteration on one attention-DP rank (arrays broadcastable to the plans)."""
+
+    dec_seqs: np.ndarray  # decoding sequences, one token each
+    dec_ctx: np.ndarray  # mean KV context (tokens) of those sequences
+    pre_tokens: np.ndarray  # prefill tokens processed
+    pre_prompt: np.ndarray  # length of the prompts those tokens belong to
+    pre_chunk: np.ndarray  # tokens of one prompt per iteration (== prompt when unchunked)
+    logits: np.ndarray  # rows that need the LM head (decoding seqs + prompts completing)
+
+    @classmethod
+    def prefill(cls, prompts, prompt_tokens) -> Load:
+        prompts = np.asarray(prompts, dtype=float)
+        s = np.asarray(prompt_tokens, dtype=float)
+        z = np.zeros_like(prompts * s)
+        return cls(z, z, prompts * s, s + z, s + z, prompts + z)
+
+    @classmethod
+    def decode(cls, seqs, context) -> Load:
+        seqs = np.asarray(seqs, dtype=float)
+        ctx = np.asarray(context, dtype=float)
+        z = np.zeros_like(seqs * ctx)
+        return cls(seqs + z, ctx + z, z, z, z, seqs + z)
+
+    @classmethod
+    def mixed(cls, seqs, context, chunk_tokens, prompt_tokens) -> Load:
+        """Decode batch plus `chunk_tokens` of prefill work from prompts of `prompt_tokens`."""
+        seqs = np.asarray(seqs, dtype=float)
+        ctx = np.asarray(context, dtype=float)
+        c = np.asarray(chunk_tokens, dtype=float)
+        s = np.asarray(prompt_tokens, dtype=float)
+        z = np.zeros_like(seqs * ctx * c * s)
+        per_prompt = np.minimum(c, s)
+        completing = c / np.maximum(s, 1.0)  # prompts finishing per iteration on average
+        return cls(seqs + z, ctx + z, c + z, s + z, per_prompt + z, seqs + completing + z)
+
+    def scaled(self, share) -> Load:
+        """The load of one DP rank when the instance's load is split `share` ways."""
+        return Load(
+            self.dec_seqs / share,
+            self.dec_ctx,
+            self.pre_tokens / share,
+            self.pre_prompt,
+            self.pre_chunk,
+            self.logits / share,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StageTime:
+    """Seconds per pipeline stage for one iteration, with a breakdown (arrays)."""
+
+    stage_s: np.ndarray  # slowest stage (the last, with the LM head)
+    hop_s: np.ndarray  # point-to-point hand-off between stages
+    gemm_s: np.ndarray  # projections, MLP/experts, LM head
+    attention_s: np.ndarray
+    comm_s: np.ndarray  # all-reduce / all-to-all inside the stage
+    overhead_s: np.ndarray  # kernel fixed costs
+
+
+def _window_pairs(tokens, prompt, chunk, window):
+    """Mean causal keys per prefill query, optionally bounded by a local window.
+
+    A prompt of s tokens has s(s+1)/2 query-key pairs; chunking does not change the total, only
+    how it is spread over iterations, so the mean keys per token is (s+1)/2. With a window w < s
+    the mean is (w(w+1)/2 + (s-w)w) / s.
+    """
+    s = np.maximum(prompt, 1.0)
+    if window is None:
+        return tokens * (s + 1.0) / 2.0
+    w = float(window)
+    bounded = (w * (w + 1.0) / 2.0 + (s - w) * w) / s
+    return tokens * np.where(s <= w, (s + 1.0) / 2.0, bounded)
+
+
+def stage_time(
+    arch: ModelArch, hw: HardwareTable, plans: Plans, load: Load, engine: EngineParams
+) -> StageTime:
+    """Time of one iteration of `load` (per DP rank) on the slowest pipeline stage."""
+    t = plans.tp.astype(float)
+    d = plans.dp.astype(float)
+    e = plans.ep.astype(float)
+    p = plans.pp.astype(float)
+    i = plans.hw
+    b_w = PRECISION_BYTES[plans.wprec]
+    b_kv = PRECISION_BYTES[plans.kvprec]
+    flops = hw.gemm_flops[i, plans.wprec]
+    flops_attn = hw.bf16_flops[i]
+    mem_bw = hw.hbm_bw[i] * hw.mem_eff[i]
+    fab = hw.fabric(i)
+    h = float(arch.hidden)
+
+    dec, ctx = load.dec_seqs, load.dec_ctx
+    pre = load.pre_tokens
+    tokens = dec + pre
+
+    # ---- attention projections -----------------------------------------------------------
+    kv_share = 1.0 / t if arch.mla_latent else np.ceil(arch.kv_heads / t) / arch.kv_heads
+    proj_params = (arch.attn_q_params + arch.attn_o_params) / t + arch.attn_kv_params * kv_share
+    proj_act = tokens * (4.0 * h) * ACT_BYTES
+    proj = ops.roofline(2.0 * tokens * proj_params, proj_params * b_w + proj_act, flops, mem_bw, 0.0)
+
+    # ---- attention core --------------------------------------------------------------------
+    heads = arch.heads / t
+    if arch.mla_latent:
+        kv_elems = np.full_like(t, arch.kv_cache_elems_per_token_per_layer)  # latent, replicated
+        dec_qk = float(arch.kv_cache_elems_per_token_per_layer)  # absorbed: q . [latent, rope]
+        dec_v = float(arch.kv_cache_elems_per_token_per_layer - (arch.qk_dim - arch.v_dim))
+    else:
+        kv_elems = 2.0 * np.ceil(arch.kv_heads / t) * arch.head_dim
+        dec_qk = dec_v = float(arch.head_dim)
+    pre_qk, pre_v = float(arch.qk_dim), float(arch.v_dim)
+
+    def attention(window) -> np.ndarray:
+        c_eff = ctx if window is None else np.minimum(ctx, float(window))
+        dec_t = ops.roofline(
+            2.0 * dec * c_eff * heads * (dec_qk + dec_v),
+            dec * c_eff * kv_elems * b_kv,
+            flops_attn,
+            mem_bw,
+            0.0,
+        )
+        pairs = _window_pairs(pre, load.pre_prompt, load.pre_chunk, window)
+        # earlier chunks of the same prompt are re-read from the KV cache by each later chunk
+        prefix = np.maximum(load.pre_prompt - load.pre_chunk, 0.0) / 2.0 * (pre / np.maximum(load.pre_chunk, 1.0))
+        if window is not None:
+            prefix = np.minimum(prefix, float(window) * pre / np.maximum(load.pre_chunk, 1.0))
+        pre_t = ops.roofline(
+            2.0 * pairs * heads * (pre_qk + pre_v),
+            pre * heads * (pre_qk + pre_v) * 2.0 * ACT_BYTES + (pre + prefix) * kv_elems * b_kv,
+            flops_attn,
+            mem_bw,
+            0.0,
+        )
+        return dec_t + pre_t
+
+    n_local = arch.local_layers
+    n_global = arch.layers - n_local
+    attn = attention(None) * (n_global / arch.layers)
+    if n_local:
+        attn = attn + attention(arch.local_window_tokens) * (n_local / arch.layers)
+
+    # ---- feed-forward ----------------------------------------------------------------------
+    ffn = np.zeros_like(tokens)
+    comm = np.zeros_like(tokens)
+    ar_bytes = tokens * h * ACT_BYTES
+    tp_ar = ops.all_reduce(ar_bytes, t, fab)
+    if arch.dense_layers:
+        dense_params = arch.dense_mlp_params / t
+        dense = ops.roofline(
+            2.0 * tokens * dense_params,
+            dense_params * b_w + tokens * (2.0 * h + 1.5 * arch.dense_mlp_params / h / t) * ACT_BYTES,
+            flops,
+            mem_bw,
+            0.0,
+        )
+        ffn = ffn + dense * (arch.dense_layers / arch.layers)
+        comm = comm + tp_ar * (arch.dense_layers / arch.layers)
+    if arch.moe_layers:
+        group = t * d  # devices of one stage; experts are spread over all of them
+        moe_tp = group / e
+        group_tokens = tokens * d
+        experts_here = arch.num_experts / e
+        # expected distinct experts (of this device's) touched by the group's tokens, uniform
+        # routing: E_dev * (1 - (1 - k/E)^T)
+        touched = experts_here * (1.0 - (1.0 - arch.top_k / arch.num_experts) ** group_tokens)
+        assignments = group_tokens * arch.top_k / e
+        expert_w = arch.expert_params / moe_tp
+        shared_w = arch.shared_expert_params / t
+        moe = ops.roofline(
+            2.0 * assignments * expert_w + 2.0 * tokens * (shared_w + arch.router_params),
+            (touched * expert_w + shared_w) * b_w
+            + arch.router_params * ACT_BYTES
+            + (assignments + tokens) * 2.0 * h * ACT_BYTES,
+            flops,
+            mem_bw,
+            0.0,
+        )
+        ffn = ffn + moe * (arch.moe_layers / arch.layers)
+        # d == 1: tokens are replicated on the TP group; experts' partial outputs are summed by
+        # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all.
+        a2a = 2.0 * ops.all_to_all(tokens * arch.top_k * h * ACT_BYTES, group, fab)
+        moe_comm = np.where(d > 1, a2a + tp_ar, tp_ar)
+        comm = comm + moe_comm * (arch.moe_layers / arch.layers)
+    comm = comm + tp_ar  # attention output all-reduce
+
+    layers_per_stage = np.ceil(arch.layers / p)
+    per_layer_gemm = proj + ffn
+    kernel_s = hw.kernel_s[i] * engine.kernels_per_layer * layers_per_stage
+
+    # ---- LM head (last stage), vocabulary split over TP --------------------------------------
+    head_params = arch.vocab * h / t
+    lm_head = ops.roofline(
+        2.0 * load.logits * head_params,
+        head_params * ACT_BYTES + load.logits * arch.vocab / t * 4.0,
+        hw.bf16_flops[i],
+        mem_bw,
+        hw.kernel_s[i],
+    )
+
+    gemm_s = layers_per_stage * per_layer_gemm + lm_head
+    attention_s = layers_per_stage * attn
+    comm_s = layers_per_stage * comm
+    stage = gemm_s + attention_s + comm_s + kernel_s
+
+    # pipeline hand-off: activations of the iteration's tokens; it leaves the node when the
+    # instance is wider than one scale-up domain
+    crosses = plans.devices > hw.su_domain[i]
+    hop = np.where(p > 1, ops.p2p(tokens * h * ACT_BYTES, crosses, fab), 0.0)
+    return StageTime(stage, hop, gemm_s, attention_s, comm_s, kernel_s)

@@ -1,0 +1,209 @@
+"""Model and hardware cards: the typed form of `models/*.yaml` and `hardware/*.yaml`.
+
+Every field carries its unit in its name. Cards are strict (`extra="forbid"`): a misspelt key in
+a card is an error, never silently ignored. The same models validate inline cards given in a
+problem file.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from solver.schema.base import Strict
+
+Precision = Literal["bf16", "fp8", "fp4"]
+PRECISIONS: tuple[Precision, ...] = ("bf16", "fp8", "fp4")
+
+
+# --------------------------------------------------------------------------------------------
+# Model cards
+# --------------------------------------------------------------------------------------------
+
+
+class MlaAttention(Strict):
+    """Multi-head latent attention (DeepSeek-V2/V3). Sizes from the HF config."""
+
+    q_lora_rank: int | None = Field(None, ge=1, description="None: queries projected directly")
+    kv_lora_rank: int = Field(ge=1)
+    qk_nope_head_dim: int = Field(ge=1)
+    qk_rope_head_dim: int = Field(ge=0)
+    v_head_dim: int = Field(ge=1)
+
+
+class LocalAttention(Strict):
+    """Chunked (Llama 4) or sliding-window (Mistral) attention on some layers.
+
+    A layer i is global (full context) when `global_every` is set and (i + 1) % global_every == 0;
+    every other layer attends only within `window_tokens`.
+    """
+
+    kind: Literal["chunked", "sliding"]
+    window_tokens: int = Field(ge=1)
+    global_every: int | None = Field(None, ge=1, description="None: every layer is local")
+
+
+class Attention(Strict):
+    kind: Literal["gqa", "mla"] = "gqa"
+    num_heads: int = Field(ge=1, description="query heads")
+    num_kv_heads: int = Field(ge=1, description="key/value heads (== num_heads for MHA)")
+    head_dim: int = Field(ge=1, description="per-head size; not assumed to be hidden/heads")
+    mla: MlaAttention | None = None
+    local: LocalAttention | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> Attention:
+        if self.kind == "mla" and self.mla is None:
+            raise ValueError("attention.kind 'mla' needs an 'mla' block")
+        if self.kind == "gqa" and self.mla is not None:
+            raise ValueError("an 'mla' block needs attention.kind 'mla'")
+        if self.num_heads % self.num_kv_heads != 0:
+            raise ValueError("num_heads must be a multiple of num_kv_heads")
+        return self
+
+
+class Moe(Strict):
+    """Mixture-of-experts feed-forward.
+
+    Layer i (0-based) is MoE when i >= first_dense_layers and
+    (i - first_dense_layers + 1) % every == 0; other layers use the dense MLP of width
+    `intermediate_size` of the model.
+    """
+
+    num_experts: int = Field(ge=2)
+    experts_per_token: int = Field(ge=1, description="top-k")
+    expert_intermediate_size: int = Field(ge=1)
+    shared_experts: int = Field(0, ge=0)
+    shared_expert_intermediate_size: int | None = Field(
+        None, ge=1, description="None: same as expert_intermediate_size"
+    )
+    first_dense_layers: int = Field(0, ge=0)
+    every: int = Field(1, ge=1, description="2: every other layer is MoE (Llama 4 Maverick)")
+
+    @model_validator(mode="after")
+    def _check(self) -> Moe:
+        if self.experts_per_token > self.num_experts:
+            raise ValueError("experts_per_token cannot exceed num_experts")
+        return self
+
+
+class ModelCard(Strict):
+    name: str
+    source: str = Field(description="where the numbers come from (published config)")
+    num_layers: int = Field(ge=1)
+    hidden_size: int = Field(ge=1)
+    intermediate_size: int | None = Field(
+        None, ge=1, description="dense FFN width; None when every layer is MoE"
+    )
+    gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (3 matrices)")
+    vocab_size: int = Field(ge=1)
+    tie_word_embeddings: bool = False
+    attention: Attention
+    moe: Moe | None = None
+    max_context_tokens: int = Field(ge=1)
+    published_total_params_b: float | None = Field(None, gt=0, description="for the card test")
+    published_active_params_b: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> ModelCard:
+        dense_layers = self.num_layers - self.num_moe_layers
+        if dense_layers > 0 and self.intermediate_size is None:
+            raise ValueError("intermediate_size is required when some layers are dense")
+        if self.moe is not None and self.moe.first_dense_layers > self.num_layers:
+            raise ValueError("moe.first_dense_layers exceeds num_layers")
+        return self
+
+    @property
+    def num_moe_layers(self) -> int:
+        if self.moe is None:
+            return 0
+        return max(0, (self.num_layers - self.moe.first_dense_layers) // self.moe.every)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.moe is not None
+
+
+# --------------------------------------------------------------------------------------------
+# Hardware cards
+# --------------------------------------------------------------------------------------------
+
+
+class PeakTflops(Strict):
+    """Dense (no 2:4 sparsity) peak tensor throughput, TFLOP/s. None: not supported natively."""
+
+    bf16: float = Field(gt=0)
+    fp8: float | None = Field(None, gt=0)
+    fp4: float | None = Field(None, gt=0)
+
+
+class GemmEfficiency(Strict):
+    """Achievable fraction of dense peak for large GEMMs (MAMF-style measurements)."""
+
+    bf16: float = Field(gt=0, le=1)
+    fp8: float | None = Field(None, gt=0, le=1)
+    fp4: float | None = Field(None, gt=0, le=1)
+
+
+class Efficiency(Strict):
+    gemm: GemmEfficiency
+    memory: float = Field(gt=0, le=1, description="achievable fraction of HBM bandwidth")
+    scale_up: float = Field(gt=0, le=1.2, description="all-reduce busbw / uni link bandwidth")
+    scale_out: float = Field(gt=0, le=1, description="achieved / NIC bandwidth, large messages")
+    kernel_overhead_us: float = Field(ge=0, description="fixed time per kernel (launch, tail)")
+
+
+class Link(Strict):
+    bandwidth_gb_s: float = Field(gt=0, description="per device, one direction, GB/s (1e9)")
+    latency_us: float = Field(ge=0, description="per-message start-up (alpha)")
+
+
+class ScaleUp(Link):
+    domain_devices: int = Field(ge=1, description="devices sharing the NVLink-class fabric")
+    peer_bandwidth_gb_s: float | None = Field(
+        None,
+        gt=0,
+        description="fully connected meshes (xGMI, Gaudi): one-direction bandwidth of the link "
+        "to each peer; a group of k devices gets min(bandwidth, (k-1) x peer). None: switched",
+    )
+
+
+class HardwareCard(Strict):
+    name: str
+    vendor: str
+    source: str
+    memory_gib: float = Field(gt=0, description="usable HBM per device, GiB")
+    hbm_bandwidth_tb_s: float = Field(gt=0, description="TB/s (1e12 bytes/s)")
+    peak_tflops: PeakTflops
+    scale_up: ScaleUp
+    scale_out: Link
+    devices_per_node: int = Field(ge=1)
+    power_w: float = Field(gt=0, description="board power per device, W")
+    price_per_hour: float = Field(gt=0, description="USD per device-hour (placeholder default)")
+    price_source: str
+    price_date: str = Field(description="when the placeholder price was observed (YYYY-MM-DD)")
+    efficiency: Efficiency
+
+    @field_validator("price_date", mode="before")
+    @classmethod
+    def _iso_date(cls, v: object) -> object:
+        if isinstance(v, _dt.date):
+            v = v.isoformat()
+        if isinstance(v, str):
+            _dt.date.fromisoformat(v)  # ValueError names the field
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> HardwareCard:
+        if self.scale_up.domain_devices < self.devices_per_node:
+            # A node's devices always share the node's fabric; an NVL72 domain spans nodes.
+            raise ValueError("scale_up.domain_devices must be >= devices_per_node")
+        for p in ("fp8", "fp4"):
+            if getattr(self.peak_tflops, p) is not None and getattr(self.efficiency.gemm, p) is None:
+                raise ValueError(f"efficiency.gemm.{p} is needed when peak_tflops.{p} is set")
+        return self
+
+    def supports(self, precision: Precision) -> bool:
+        return getattr(self.peak_tflops, precision) is not None

@@ -1,0 +1,131 @@
+"""YAML in, with line numbers out: errors name the file, the line and the field.
+
+`load_yaml` parses with PyYAML's safe loader and also records the line of every mapping key
+and sequence item, so a pydantic error location such as ('services', 0, 'slo', 'ttft_ms') maps
+back to the line a user wrote. Duplicate keys are errors (PyYAML would silently keep the last).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from solver.errors import InputError
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass
+class YamlDoc:
+    path: str
+    data: Any
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Loc) -> int | None:
+        """Line of the deepest known node on `loc` (1-based)."""
+        for n in range(len(loc), -1, -1):
+            line = self.lines.get(tuple(loc[:n]))
+            if line is not None:
+                return line
+        return None
+
+
+def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str) -> None:
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise InputError(
+                    f"{where}:{line}: {_dotted(path + (key,))}: duplicate key "
+                    f"(first given on line {seen[key]})"
+                )
+            seen[key] = line
+            lines[path + (key,)] = line
+            _walk(value_node, path + (key,), lines, where)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            lines[path + (i,)] = item.start_mark.line + 1
+            _walk(item, path + (i,), lines, where)
+
+
+def parse_yaml(text: str, where: str) -> YamlDoc:
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{where}{line}: YAML syntax error: {problem}") from None
+    lines: dict[Loc, int] = {(): 1}
+    if root is not None:
+        _walk(root, (), lines, where)
+    return YamlDoc(where, data, lines)
+
+
+def load_yaml(path: str | Path) -> YamlDoc:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{p}: is a directory, expected a YAML file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read: {exc}") from None
+    return parse_yaml(text, str(p))
+
+
+def _dotted(loc: Loc) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def _clean_loc(loc: tuple) -> Loc:
+    # pydantic adds the tag of a union member ('function-after[...]', 'str', 'ModelCard'...)
+    return tuple(p for p in loc if isinstance(p, int) or not _is_union_tag(str(p)))
+
+
+def _is_union_tag(part: str) -> bool:
+    return "[" in part or part in {"str", "int", "float", "bool", "list", "dict"} or part[:1].isupper()
+
+
+def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = ()) -> str:
+    """One line per problem: file:line: field: message."""
+    msgs: list[str] = []
+    seen: set[str] = set()
+    for err in exc.errors(include_url=False):
+        loc = prefix + _clean_loc(tuple(err["loc"]))
+        line = doc.line_of(loc)
+        kind = err["type"]
+        if kind == "extra_forbidden":
+            text = f"unknown key '{loc[-1]}'"
+        elif kind == "missing":
+            text = "required field is missing"
+        else:
+            text = err["msg"]
+            if "input" in err and kind not in {"model_type", "dict_type"}:
+                shown = repr(err["input"])
+                if len(shown) <= 60:
+                    text += f" (got {shown})"
+        msg = f"{doc.path}:{line if line is not None else '?'}: {_dotted(loc)}: {text}"
+        if msg not in seen:
+            seen.add(msg)
+            msgs.append(msg)
+    return "\n".join(msgs)
+
+
+def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix: Loc = ()) -> Any:
+    """Validate `data` (default: the whole document) or raise an InputError with lines."""
+    try:
+        return model.model_validate(doc.data if data is None else data)
+    except ValidationError as exc:
+        raise InputError(describe_validation_error(exc, doc, prefix)) from None
