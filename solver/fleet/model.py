@@ -1,0 +1,199 @@
+"""The CP-SAT fleet model: variables, one method per constraint family, objectives.
+
+Column formulation (reference/cpsat.md 0.1): `n[c]` instances of candidate c; per service a
+colocated share and a disaggregated share of the demand (milli-QPS). Every constraint family
+is a named group; `enabled` selects which groups are posted, which is how the deletion filter
+finds the groups that cannot hold together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.candidates import COLOCATED, DECODE, PREFILL
+from solver.fleet import integerize as ints
+from solver.fleet.instance import FleetInstance
+
+LinearExpr = cp_model.LinearExpr
+
+
+@dataclass(frozen=True)
+class Group:
+    """A constraint group, named for the user."""
+
+    key: str
+    text: str
+
+
+class FleetModel:
+    def __init__(self, inst: FleetInstance, enabled: set[str] | None = None):
+        self.inst = inst
+        self.m = cp_model.CpModel()
+        self.enabled = enabled
+        self.groups: dict[str, Group] = {}
+        self._variables()
+        self._demand()
+        self._positive_throughput()
+        self._supply()
+        self._budget()
+        self._power()
+        self._ratio()
+        self._distinct_configs()
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _group(self, key: str, text: str) -> bool:
+        """Register a group; True when it should be posted."""
+        self.groups[key] = Group(key, text)
+        return self.enabled is None or key in self.enabled
+
+    def _sum(self, rows: np.ndarray, coeffs: np.ndarray, what: str):
+        ints.check_row(coeffs[rows], self.inst.ub[rows], what)
+        return LinearExpr.weighted_sum([self.n[i] for i in rows], coeffs[rows].tolist())
+
+    # ---- variables ------------------------------------------------------------------------
+
+    def _variables(self) -> None:
+        inst, m = self.inst, self.m
+        self.n = [m.new_int_var(0, int(inst.ub[i]), f"n[{i}]") for i in range(len(inst))]
+        self.used = [m.new_bool_var(f"used[{i}]") for i in range(len(inst))]
+        for i in range(len(inst)):
+            m.add(self.n[i] <= int(inst.ub[i]) * self.used[i])
+            m.add(self.n[i] >= self.used[i])
+        self.scale = None
+        self.col: list = []
+        self.dis: list = []
+        top = self._max_demand_bound()
+        for s, spec in enumerate(inst.services):
+            self.col.append(m.new_int_var(0, top if spec.colocated else 0, f"col[{s}]"))
+            self.dis.append(m.new_int_var(0, top if spec.disaggregated else 0, f"dis[{s}]"))
+        if inst.objective == "max_throughput":
+            self.scale = m.new_int_var(0, self._scale_bound(), "scale")
+
+    def _max_demand_bound(self) -> int:
+        """An upper bound on any share: the largest capacity the fleet could ever have."""
+        inst = self.inst
+        total = int(np.sum(inst.cap.astype(object) * inst.ub.astype(object))) if len(inst) else 0
+        top = max([total] + [s.demand for s in inst.services])
+        return int(min(top, ints.INT_LIMIT // 1024))
+
+    def _scale_bound(self) -> int:
+        inst = self.inst
+        bounds = []
+        for s, spec in enumerate(inst.services):
+            rows = np.flatnonzero(inst.service == s)
+            total = int(np.sum(inst.cap[rows].astype(object) * inst.ub[rows].astype(object)))
+            bounds.append(total * ints.SCALE_UNIT // max(spec.demand, 1))
+        return int(min(max(bounds + [0]), ints.INT_LIMIT // 1024))
+
+    # ---- constraint families --------------------------------------------------------------
+
+    def _demand(self) -> None:
+        """Each service's demand (or its share of the scaled mix) is split between colocated
+        and disaggregated capacity; each role's capacity covers its share."""
+        inst, m = self.inst, self.m
+        for s, spec in enumerate(inst.services):
+            key = f"demand:{spec.name}"
+            label = (
+                f"demand of service '{spec.name}' ({spec.demand / ints.QPS_SCALE:g} QPS)"
+                if self.scale is None
+                else f"a positive share of the traffic mix for service '{spec.name}'"
+            )
+            if not self._group(key, label):
+                continue
+            served = self.col[s] + self.dis[s]
+            if self.scale is None:
+                m.add(served >= spec.demand).with_name(key)
+            else:
+                m.add(ints.SCALE_UNIT * served >= spec.demand * self.scale).with_name(key)
+            for role, share in ((COLOCATED, self.col[s]), (PREFILL, self.dis[s]), (DECODE, self.dis[s])):
+                rows = inst.rows(s, role)
+                if rows.size:
+                    m.add(self._sum(rows, inst.cap, key) >= share)
+                else:
+                    m.add(share == 0)
+
+    def _positive_throughput(self) -> None:
+        """max_throughput: serve at least 1/1000 of the mix (otherwise the empty fleet wins)."""
+        if self.scale is not None and self._group(
+            "throughput", "serving at least 0.1% of the traffic mix"
+        ):
+            self.m.add(self.scale >= 1).with_name("throughput")
+
+    def _supply(self) -> None:
+        inst, m = self.inst, self.m
+        for h, name in enumerate(inst.hw_names):
+            supply = inst.supply[h]
+            rows = np.flatnonzero(inst.hw == h)
+            if supply is None or rows.size == 0:
+                continue
+            key = f"supply:{name}"
+            if self._group(key, f"supply of {name} ({supply} devices)"):
+                m.add(self._sum(rows, inst.devices, key) <= supply).with_name(key)
+
+    def _budget(self) -> None:
+        inst = self.inst
+        if inst.budget is None or not len(inst):
+            return
+        if self._group("budget", f"budget of ${inst.budget / ints.COST_SCALE:,.2f}/hour"):
+            rows = np.arange(len(inst))
+            self.m.add(self._sum(rows, inst.cost, "budget") <= inst.budget).with_name("budget")
+
+    def _power(self) -> None:
+        inst = self.inst
+        if inst.power_cap is None or not len(inst):
+            return
+        if self._group("power", f"power cap of {inst.power_cap / 1000:g} kW"):
+            rows = np.arange(len(inst))
+            self.m.add(self._sum(rows, inst.power, "power") <= inst.power_cap).with_name("power")
+
+    def _ratio(self) -> None:
+        """Prefill devices / decode devices within [lo, hi], per disaggregated service."""
+        inst, m = self.inst, self.m
+        den = ints.RATIO_DEN
+        for s, spec in enumerate(inst.services):
+            pre, dec = inst.rows(s, PREFILL), inst.rows(s, DECODE)
+            if pre.size == 0 or dec.size == 0:
+                continue
+            p_dev = self._sum(pre, inst.devices * den, "ratio")
+            d_dev = self._sum(dec, inst.devices * den, "ratio")
+            if spec.ratio_lo is not None:
+                key = f"ratio_min:{spec.name}"
+                if self._group(key, f"prefill:decode device ratio >= {spec.ratio_lo / den:g} for '{spec.name}'"):
+                    lo = spec.ratio_lo
+                    m.add(p_dev * den >= lo * d_dev).with_name(key)
+            if spec.ratio_hi is not None:
+                key = f"ratio_max:{spec.name}"
+                if self._group(key, f"prefill:decode device ratio <= {spec.ratio_hi / den:g} for '{spec.name}'"):
+                    m.add(p_dev * den <= spec.ratio_hi * d_dev).with_name(key)
+
+    def _distinct_configs(self) -> None:
+        inst, m = self.inst, self.m
+        for s, spec in enumerate(inst.services):
+            if spec.max_configs is None:
+                continue
+            for role in (COLOCATED, PREFILL, DECODE):
+                rows = inst.rows(s, role)
+                if rows.size <= spec.max_configs:
+                    continue
+                key = f"max_configs:{spec.name}"
+                if self._group(key, f"at most {spec.max_configs} distinct configurations per role for '{spec.name}'"):
+                    m.add(sum(self.used[i] for i in rows) <= spec.max_configs)
+
+    # ---- objective terms ------------------------------------------------------------------
+
+    def cost_expr(self):
+        return LinearExpr.weighted_sum(self.n, self.inst.cost.tolist())
+
+    def devices_expr(self):
+        return LinearExpr.weighted_sum(self.n, self.inst.devices.tolist())
+
+    def configs_expr(self):
+        return sum(self.used)
+
+    def canonical_expr(self):
+        """A last tie-break so that equal-cost plans resolve the same way every run."""
+        return LinearExpr.weighted_sum(self.n, list(range(1, len(self.inst) + 1)))

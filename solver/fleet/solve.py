@@ -1,0 +1,155 @@
+"""`solve()`: lexicographic CP-SAT stages over the fleet model, and infeasibility explanation.
+
+Stages (each freezes the previous optimum with an inequality and warm-starts from it):
+- min_cost: cost -> devices -> distinct configurations -> canonical order;
+- max_throughput: scale factor -> devices -> distinct configurations -> cost -> canonical order.
+The canonical stage makes equal plans resolve the same way. With one worker and a fixed seed,
+CP-SAT is deterministic (reference/cpsat.md 1.2), so the same input gives the same plan.
+
+Infeasibility: a deletion filter over the named constraint groups (rebuild with a subset, solve
+for feasibility) leaves an irreducible set of groups that cannot hold together.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.errors import ModelInvalidError
+from solver.fleet import integerize as ints
+from solver.fleet.instance import FleetInstance
+from solver.fleet.model import FleetModel
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    time_limit_s: float = 60.0
+    seed: int = 0
+    workers: int = 1
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    status: str
+    value: float
+
+
+@dataclass
+class FleetSolution:
+    status: str  # optimal | feasible | infeasible
+    counts: np.ndarray
+    colocated_share: np.ndarray  # milli-QPS per service
+    disaggregated_share: np.ndarray
+    scale: float | None  # max_throughput: multiple of the demand mix served
+    gap: float
+    wall_s: float
+    stages: list[Stage] = field(default_factory=list)
+    infeasible_groups: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _solver(opts: SolveOptions, time_left: float) -> cp_model.CpSolver:
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = opts.workers
+    s.parameters.random_seed = opts.seed
+    s.parameters.max_time_in_seconds = max(time_left, 0.05)
+    return s
+
+
+def _check_status(status: int, fm: FleetModel) -> None:
+    if status == cp_model.MODEL_INVALID:
+        raise ModelInvalidError(f"CP-SAT rejected the fleet model: {fm.m.validate()}")
+
+
+def _feasible(inst: FleetInstance, enabled: set[str], opts: SolveOptions, limit: float) -> bool:
+    fm = FleetModel(inst, enabled)
+    s = _solver(opts, limit)
+    status = s.solve(fm.m)
+    _check_status(status, fm)
+    return status != cp_model.INFEASIBLE  # UNKNOWN counts as feasible: keep the group
+
+
+def explain(inst: FleetInstance, opts: SolveOptions, limit_per_solve: float = 5.0) -> list[str]:
+    """An irreducible set of constraint groups that cannot hold together (deletion filter)."""
+    groups = FleetModel(inst).groups
+    core = sorted(groups)
+    for g in list(core):
+        trial = [k for k in core if k != g]
+        if not _feasible(inst, set(trial), opts, limit_per_solve):
+            core = trial
+    return [groups[k].text for k in core]
+
+
+def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:
+    t0 = time.perf_counter()
+    fm = FleetModel(inst)
+    m = fm.m
+    n_services = len(inst.services)
+    maximize = inst.objective == "max_throughput"
+    stages_spec = (
+        [("scale", fm.scale, True), ("devices", fm.devices_expr(), False),
+         ("configs", fm.configs_expr(), False), ("cost", fm.cost_expr(), False),
+         ("canonical", fm.canonical_expr(), False)]
+        if maximize
+        else [("cost", fm.cost_expr(), False), ("devices", fm.devices_expr(), False),
+              ("configs", fm.configs_expr(), False), ("canonical", fm.canonical_expr(), False)]
+    )
+    stages: list[Stage] = []
+    gap = 0.0
+    overall = "optimal"
+    solver = None
+    hint_vars = fm.n + fm.used + fm.col + fm.dis + ([fm.scale] if fm.scale is not None else [])
+    for k, (name, expr, is_max) in enumerate(stages_spec):
+        (m.maximize if is_max else m.minimize)(expr)
+        left = opts.time_limit_s - (time.perf_counter() - t0)
+        solver = _solver(opts, left)
+        status = solver.solve(m)
+        _check_status(status, fm)
+        if k == 0 and status == cp_model.INFEASIBLE:
+            groups = explain(inst, opts)
+            return FleetSolution(
+                status="infeasible", counts=np.zeros(len(inst), dtype=np.int64),
+                colocated_share=np.zeros(n_services), disaggregated_share=np.zeros(n_services),
+                scale=None, gap=0.0, wall_s=time.perf_counter() - t0, stages=stages,
+                infeasible_groups=groups,
+            )
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            if k == 0:
+                return FleetSolution(
+                    status="infeasible", counts=np.zeros(len(inst), dtype=np.int64),
+                    colocated_share=np.zeros(n_services), disaggregated_share=np.zeros(n_services),
+                    scale=None, gap=0.0, wall_s=time.perf_counter() - t0, stages=stages,
+                    infeasible_groups=[f"no plan found within the time limit of {opts.time_limit_s:g} s "
+                                       "(not proven infeasible; raise --time-limit)"],
+                )
+            break  # keep the previous stage's solution (the hint below is still valid)
+        value = int(round(solver.objective_value))
+        unit = {"cost": ints.COST_SCALE, "scale": ints.SCALE_UNIT}.get(name, 1)
+        stages.append(Stage(name, solver.status_name(status).lower(), value / unit))
+        if k == 0:
+            bound = solver.best_objective_bound
+            gap = abs(value - bound) / max(abs(value), 1e-9)
+        if status != cp_model.OPTIMAL:
+            overall = "feasible"
+        values = [solver.value(v) for v in hint_vars]
+        m.clear_hints()
+        for v, x in zip(hint_vars, values):
+            m.add_hint(v, x)
+        # freeze this stage's achievement before the next one
+        if is_max:
+            m.add(expr >= value)
+        else:
+            m.add(expr <= value)
+        counts = np.array([solver.value(v) for v in fm.n], dtype=np.int64)
+        col = np.array([solver.value(v) for v in fm.col], dtype=float)
+        dis = np.array([solver.value(v) for v in fm.dis], dtype=float)
+        scale = solver.value(fm.scale) / ints.SCALE_UNIT if fm.scale is not None else None
+    return FleetSolution(
+        status=overall, counts=counts, colocated_share=col / ints.QPS_SCALE,
+        disaggregated_share=dis / ints.QPS_SCALE, scale=scale, gap=gap,
+        wall_s=time.perf_counter() - t0, stages=stages,
+    )

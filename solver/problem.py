@@ -1,0 +1,98 @@
+"""Load a problem file and resolve its card references: the first step of the flow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from solver import catalog
+from solver.errors import InputError
+from solver.schema.cards import HardwareCard, ModelCard
+from solver.schema.problem import Problem
+from solver.schema.yamlio import YamlDoc, load_yaml, parse_yaml, validate_doc
+
+
+@dataclass(frozen=True)
+class ResolvedProblem:
+    """A validated problem with every card resolved (inline or by name)."""
+
+    problem: Problem
+    doc: YamlDoc
+    models: tuple[ModelCard, ...]  # per service
+    hardware: tuple[HardwareCard, ...]  # per hardware entry
+    prices: tuple[float, ...]  # USD per device-hour (entry override or card default)
+    supplies: tuple[int | None, ...]
+    power_w: tuple[float, ...]
+
+    @property
+    def name(self) -> str:
+        return self.problem.name
+
+    @property
+    def hardware_names(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.hardware)
+
+
+def _where(doc: YamlDoc, loc: tuple) -> str:
+    line = doc.line_of(loc)
+    return f"{doc.path}:{line if line is not None else '?'}"
+
+
+def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
+    models: list[ModelCard] = []
+    for i, s in enumerate(problem.services):
+        loc = ("services", i, "model")
+        try:
+            card = catalog.model_card(s.model) if isinstance(s.model, str) else s.model
+        except InputError as exc:
+            raise InputError(f"{_where(doc, loc)}: services[{i}].model: {exc}") from None
+        mc = s.workload.max_context
+        if mc is not None and mc > card.max_context_tokens:
+            wl = ("services", i, "workload", "max_context")
+            raise InputError(
+                f"{_where(doc, wl)}: services[{i}].workload.max_context: {mc} exceeds "
+                f"{card.name}'s maximum context of {card.max_context_tokens} tokens"
+            )
+        need = s.workload.input_tokens.mean_tokens + s.workload.output_tokens.mean_tokens
+        if need > card.max_context_tokens:
+            wl = ("services", i, "workload", "input_tokens")
+            raise InputError(
+                f"{_where(doc, wl)}: services[{i}].workload: input + output tokens ({need:g}) "
+                f"exceed {card.name}'s maximum context of {card.max_context_tokens} tokens"
+            )
+        models.append(card)
+    cards: list[HardwareCard] = []
+    for j, h in enumerate(problem.hardware):
+        loc = ("hardware", j, "type")
+        try:
+            card = catalog.hardware_card(h.type) if isinstance(h.type, str) else h.type
+        except InputError as exc:
+            raise InputError(f"{_where(doc, loc)}: hardware[{j}].type: {exc}") from None
+        cards.append(card)
+    names = [c.name for c in cards]
+    if len(set(names)) != len(names):
+        raise InputError(f"{_where(doc, ('hardware',))}: hardware: two entries resolve to the same card name")
+    return ResolvedProblem(
+        problem=problem,
+        doc=doc,
+        models=tuple(models),
+        hardware=tuple(cards),
+        prices=tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards)),
+        supplies=tuple(h.supply for h in problem.hardware),
+        power_w=tuple(h.power_w or c.power_w for h, c in zip(problem.hardware, cards)),
+    )
+
+
+def load_problem(path: str | Path) -> ResolvedProblem:
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{doc.path}:1: expected a mapping of problem fields at the top level")
+    problem = validate_doc(Problem, doc)
+    return resolve(problem, doc)
+
+
+def parse_problem(text: str, where: str = "<problem>") -> ResolvedProblem:
+    doc = parse_yaml(text, where)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{where}:1: expected a mapping of problem fields at the top level")
+    return resolve(validate_doc(Problem, doc), doc)

@@ -1,0 +1,233 @@
+"""The problem file (SPEC "Problem file"), strict: unknown keys, NaN, infinities are errors.
+
+Extensions beyond SPEC (documented in the README): `services[].kv_precision`,
+`search.chunk_tokens` (prefill tokens per colocated iteration), `search.precision`-free
+per-service precision, `engine:` overrides of the runtime parameters, and hardware entries'
+`power_w` override.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
+
+from solver.perf.engine import EngineParams
+from solver.schema.base import Strict
+from solver.schema.cards import HardwareCard, ModelCard, Precision
+
+# Upper limits that catch absurd input (a typo of several orders of magnitude) early.
+MAX_QPS = 1e7
+MAX_TOKENS = 10_000_000
+MAX_SUPPLY = 10_000_000
+MAX_PRICE = 10_000.0
+MAX_BUDGET = 1e9
+MAX_DEGREE = 1024
+MAX_BATCH = 65_536
+
+
+def _card_tag(v: Any) -> str:
+    return "Name" if isinstance(v, str) else "Card"
+
+
+ModelRef = Annotated[
+    Union[Annotated[str, Tag("Name")], Annotated[ModelCard, Tag("Card")]],
+    Discriminator(_card_tag),
+]
+HardwareRef = Annotated[
+    Union[Annotated[str, Tag("Name")], Annotated[HardwareCard, Tag("Card")]],
+    Discriminator(_card_tag),
+]
+
+
+class TokenDist(Strict):
+    """A token count: a mean, optional p50/p99, or a histogram of [tokens, weight] pairs."""
+
+    mean: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    p50: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    p99: float | None = Field(None, gt=0, le=MAX_TOKENS)
+    histogram: list[tuple[Annotated[float, Field(gt=0, le=MAX_TOKENS)], Annotated[float, Field(gt=0)]]] | None = Field(
+        None, min_length=1
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_number(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("expected a number of tokens or a mapping, got a boolean")
+        if isinstance(v, (int, float)):
+            return {"mean": v}
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> TokenDist:
+        if self.histogram is not None:
+            if self.mean is not None or self.p50 is not None or self.p99 is not None:
+                raise ValueError("give either a histogram or mean/p50/p99, not both")
+        elif self.mean is None and self.p50 is None:
+            raise ValueError("needs a mean (or p50) or a histogram")
+        if self.p50 is not None and self.p99 is not None and self.p50 > self.p99:
+            raise ValueError(f"p50 ({self.p50}) exceeds p99 ({self.p99})")
+        return self
+
+    @property
+    def mean_tokens(self) -> float:
+        if self.histogram is not None:
+            total = sum(w for _, w in self.histogram)
+            return sum(t * w for t, w in self.histogram) / total
+        return float(self.mean if self.mean is not None else self.p50)  # type: ignore[arg-type]
+
+    @property
+    def p99_tokens(self) -> float:
+        if self.histogram is not None:
+            total = sum(w for _, w in self.histogram)
+            acc = 0.0
+            for t, w in sorted(self.histogram):
+                acc += w
+                if acc >= 0.99 * total - 1e-12:
+                    return float(t)
+            return float(max(t for t, _ in self.histogram))
+        if self.p99 is not None:
+            return float(self.p99)
+        return self.mean_tokens
+
+
+class LatencyBound(Strict):
+    """A latency SLO in ms: a plain number is a p50 bound."""
+
+    p50: float | None = Field(None, gt=0, le=1e7)
+    p99: float | None = Field(None, gt=0, le=1e7)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_number(cls, v: Any) -> Any:
+        if isinstance(v, bool):
+            raise ValueError("expected milliseconds or {p50:, p99:}, got a boolean")
+        if isinstance(v, (int, float)):
+            return {"p50": v}
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> LatencyBound:
+        if self.p50 is None and self.p99 is None:
+            raise ValueError("give p50 and/or p99 (ms)")
+        if self.p50 is not None and self.p99 is not None and self.p50 > self.p99:
+            raise ValueError(f"p50 bound ({self.p50} ms) exceeds p99 bound ({self.p99} ms)")
+        return self
+
+
+class Slo(Strict):
+    ttft_ms: LatencyBound | None = None
+    tpot_ms: LatencyBound | None = None
+
+
+class Workload(Strict):
+    qps: float = Field(gt=0, le=MAX_QPS, description="requests/s; max_throughput: mix weight")
+    input_tokens: TokenDist
+    output_tokens: TokenDist
+    max_context: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
+
+    @model_validator(mode="after")
+    def _check(self) -> Workload:
+        if self.max_context is not None:
+            need = self.input_tokens.mean_tokens + self.output_tokens.mean_tokens
+            if need > self.max_context:
+                raise ValueError(
+                    f"input + output tokens ({need:g}) exceed max_context ({self.max_context})"
+                )
+        return self
+
+
+class Service(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    model: ModelRef
+    precision: Precision = "bf16"
+    kv_precision: Precision | None = None
+    workload: Workload
+    slo: Slo = Slo()
+    runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
+
+
+class HardwareEntry(Strict):
+    type: HardwareRef
+    supply: int | None = Field(None, ge=0, le=MAX_SUPPLY, description="devices available")
+    price_per_hour: float | None = Field(None, gt=0, le=MAX_PRICE, description="USD/device-hour")
+    power_w: float | None = Field(None, gt=0, le=1e5, description="override the card's power")
+
+    @property
+    def name(self) -> str:
+        return self.type if isinstance(self.type, str) else self.type.name
+
+
+def _degrees(limit: int):
+    return Annotated[list[Annotated[int, Field(ge=1, le=limit)]], Field(min_length=1, max_length=64)]
+
+
+DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+
+
+class Search(Strict):
+    tp: _degrees(MAX_DEGREE) = [1, 2, 4, 8]  # type: ignore[valid-type]
+    pp: _degrees(MAX_DEGREE) = [1, 2, 4, 8]  # type: ignore[valid-type]
+    ep: _degrees(MAX_DEGREE) = [1, 2, 4, 8]  # type: ignore[valid-type]
+    dp: _degrees(MAX_DEGREE) = [1]  # type: ignore[valid-type]
+    batch: _degrees(MAX_BATCH) = DEFAULT_BATCHES  # type: ignore[valid-type]
+    chunk_tokens: _degrees(1_048_576) = [512, 1024, 2048, 4096, 8192, 16384]  # type: ignore[valid-type]
+    max_distinct_configs: int | None = Field(None, ge=1, le=1000)
+
+    @field_validator("tp", "pp", "ep", "dp", "batch", "chunk_tokens")
+    @classmethod
+    def _unique(cls, v: list[int]) -> list[int]:
+        if len(set(v)) != len(v):
+            raise ValueError("values must not repeat")
+        return sorted(v)
+
+
+class RatioBound(Strict):
+    min: float | None = Field(None, gt=0, le=1e4)
+    max: float | None = Field(None, gt=0, le=1e4)
+
+    @model_validator(mode="after")
+    def _check(self) -> RatioBound:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) exceeds max ({self.max})")
+        return self
+
+
+class Constraints(Strict):
+    prefill_decode_ratio: RatioBound = RatioBound()
+    power_kw: float | None = Field(None, gt=0, le=1e7)
+    safety_margin: float = Field(0.05, ge=0, le=10)
+
+
+class Problem(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    objective: Literal["min_cost", "max_throughput"] = "min_cost"
+    budget_per_hour: float | None = Field(None, gt=0, le=MAX_BUDGET)
+    services: list[Service] = Field(min_length=1, max_length=1000)
+    hardware: list[HardwareEntry] = Field(min_length=1, max_length=100)
+    search: Search = Search()
+    constraints: Constraints = Constraints()
+    engine: EngineParams = EngineParams()
+
+    @model_validator(mode="after")
+    def _check(self) -> Problem:
+        names = [s.name for s in self.services]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"service names must be unique; repeated: {', '.join(dup)}")
+        types = [h.name for h in self.hardware]
+        dup = sorted({n for n in types if types.count(n) > 1})
+        if dup:
+            raise ValueError(f"hardware types must be unique; repeated: {', '.join(dup)}")
+        if self.objective == "max_throughput":
+            finite_supply = all(h.supply is not None for h in self.hardware)
+            if self.budget_per_hour is None and not finite_supply and self.constraints.power_kw is None:
+                raise ValueError(
+                    "max_throughput needs a budget_per_hour, a power_kw cap or a supply for every "
+                    "hardware type (otherwise throughput is unbounded)"
+                )
+        if all(h.supply == 0 for h in self.hardware):
+            raise ValueError("every hardware type has supply 0: nothing can be planned")
+        return self
+
