@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Sequence
@@ -28,6 +27,22 @@ def _positive(text: str) -> int:
     return v
 
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return v
+
+
+def _problem_path(ref: str) -> str:
+    if os.path.exists(ref) or ref.endswith((".yaml", ".yml")) or "/" in ref:
+        return ref
+    return str(catalog.resolve("problems", ref))
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
                 "at the lowest cost.")
@@ -50,6 +65,22 @@ def _build_parser() -> argparse.ArgumentParser:
     e.add_argument("--kv-precision", choices=PRECISIONS)
     e.add_argument("--format", choices=["table", "json"], default="table")
 
+    pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
+    pl.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    pl.add_argument("--format", choices=["table", "json", "yaml", "markdown"], default="table")
+    pl.add_argument("--out", help="write the result to this file instead of stdout")
+    pl.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
+    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--workers", type=_positive, default=1,
+                    help="CP-SAT workers (default 1: deterministic; more may be faster but "
+                    "equal-cost plans can then differ between runs)")
+    pl.add_argument("--no-timings", action="store_true",
+                    help="leave solver.wall_s null so that the same input and seed give "
+                    "byte-identical output")
+
+    ch = sub.add_parser("check", help="validate problem files without solving")
+    ch.add_argument("problems", nargs="+")
+
     c = sub.add_parser("catalog", help="list the shipped cards")
     c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
     c.add_argument("--format", choices=["table", "json"], default="table")
@@ -70,6 +101,47 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plan(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.plan import plan_file
+    from solver.report.plan_views import RENDERERS
+
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    doc = plan_file(_problem_path(a.problem), opts, timings=not a.no_timings)
+    text = RENDERERS[a.format](doc)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 1 if doc.status == "infeasible" else 0
+
+
+def _write_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    from solver.problem import load_problem
+
+    bad = 0
+    for ref in a.problems:
+        try:
+            rp = load_problem(_problem_path(ref))
+        except InputError as exc:
+            bad += 1
+            print(f"error: {exc}", file=sys.stderr)
+            continue
+        print(f"ok: {ref} ({rp.name}: {len(rp.problem.services)} services, "
+              f"{len(rp.hardware)} hardware types)")
+    return 2 if bad else 0
+
+
 def _cmd_catalog(a: argparse.Namespace) -> int:
     from solver.report.catalog import catalog_json, catalog_text
 
@@ -78,7 +150,12 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"estimate": _cmd_estimate, "catalog": _cmd_catalog}
+COMMANDS = {
+    "plan": _cmd_plan,
+    "check": _cmd_check,
+    "estimate": _cmd_estimate,
+    "catalog": _cmd_catalog,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -105,5 +182,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run() -> None:
     sys.exit(main())
 
-
-_ = json  # json is used by subcommands added later

@@ -193,7 +193,3 @@ class FleetModel:
 
     def configs_expr(self):
         return sum(self.used)
-
-    def canonical_expr(self):
-        """A last tie-break so that equal-cost plans resolve the same way every run."""
-        return LinearExpr.weighted_sum(self.n, list(range(1, len(self.inst) + 1)))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from solver.schema.cards import ModelCard
 
 
@@ -28,6 +30,7 @@ class ModelArch:
     attn_q_params: int  # query projection(s), incl. MLA down/up projections for q
     attn_kv_params: int  # key/value projection(s); for MLA the latent down + up projections
     attn_o_params: int
+    attn_replicated_params: int  # part of q/kv kept whole on every TP rank (MLA down-projections)
     # feed-forward, per layer
     dense_mlp_params: int  # one dense layer's MLP (0 when no dense layer exists)
     expert_params: int  # one routed expert
@@ -67,6 +70,13 @@ class ModelArch:
                 + m.kv_lora_rank * a.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
             )
             o = a.num_heads * m.v_head_dim * h
+            # q_a_proj, kv_a_proj_with_mqa and their norms are replicated on every TP rank in
+            # vLLM and SGLang; only the up-projections are split
+            replicated = (
+                (h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0)
+                + h * (m.kv_lora_rank + m.qk_rope_head_dim)
+                + m.kv_lora_rank
+            )
             kv_elems = m.kv_lora_rank + m.qk_rope_head_dim
             qk_dim, v_dim = qk, m.v_head_dim
         else:
@@ -75,6 +85,7 @@ class ModelArch:
             o = a.num_heads * a.head_dim * h
             kv_elems = 2 * a.num_kv_heads * a.head_dim
             qk_dim = v_dim = a.head_dim
+            replicated = 0
         mats = 3 if card.gated_mlp else 2
         has_dense = card.intermediate_size is not None and card.num_layers > card.num_moe_layers
         dense = mats * h * card.intermediate_size if has_dense else 0
@@ -106,6 +117,7 @@ class ModelArch:
             attn_q_params=q,
             attn_kv_params=kv,
             attn_o_params=o,
+            attn_replicated_params=replicated,
             dense_mlp_params=dense,
             expert_params=expert,
             shared_expert_params=shared,
@@ -126,6 +138,19 @@ class ModelArch:
         )
 
     # ---- totals -------------------------------------------------------------------------
+
+    def attn_params_per_device(self, tp):
+        """Attention weights per device at tensor parallelism `tp` (scalar or array).
+
+        GQA: K/V heads split over TP, replicated when TP exceeds them (ceil(n_kv/tp) per device).
+        MLA: the down-projections stay whole on every rank, the rest is split.
+        """
+        tp = np.asarray(tp, dtype=float)
+        if self.mla_latent:
+            split = self.attn_params_per_layer - self.attn_replicated_params
+            return split / tp + self.attn_replicated_params
+        kv_share = np.ceil(self.kv_heads / tp) / self.kv_heads
+        return (self.attn_q_params + self.attn_o_params) / tp + self.attn_kv_params * kv_share
 
     @property
     def attn_params_per_layer(self) -> int:

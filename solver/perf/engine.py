@@ -48,9 +48,9 @@ class EngineParams(Strict):
     mixed_batch_slowdown: float = Field(
         1.10,
         ge=1.0,
-        description="an iteration mixing prefill chunks with decode runs this much slower than "
-        "the sum of its parts suggests (split attention kernels, worse GEMM tiling); assumption, "
-        "calibrated later",
+        description="the prefill work an iteration adds on top of its decode batch runs this much "
+        "slower than the roofline of the combined batch says (split attention kernels, worse GEMM "
+        "tiling for mixed shapes); an assumption, to be calibrated on measured data",
     )
     # ---- colocated runtime --------------------------------------------------------------------
     chunked_prefill: bool = Field(

@@ -49,8 +49,7 @@ def weight_bytes(arch: ModelArch, plans: Plans) -> np.ndarray:
     e = plans.ep.astype(float)
     p = plans.pp.astype(float)
     b_w = PRECISION_BYTES[plans.wprec]
-    kv_share = 1.0 / t if arch.mla_latent else np.ceil(arch.kv_heads / t) / arch.kv_heads
-    attn = (arch.attn_q_params + arch.attn_o_params) / t + arch.attn_kv_params * kv_share
+    attn = arch.attn_params_per_device(t)
     ffn = np.zeros_like(t)
     if arch.dense_layers:
         ffn = ffn + arch.dense_mlp_params / t * (arch.dense_layers / arch.layers)
@@ -69,7 +68,7 @@ def weight_bytes(arch: ModelArch, plans: Plans) -> np.ndarray:
     emb = arch.embed_params / t * ACT_BYTES
     head = arch.lm_head_params / t * ACT_BYTES
     ends = np.where(p > 1, np.maximum(emb, head), emb + head)
-    return body + ends
+    return body + ends  # the final norm (hidden x 2 bytes) is negligible
 
 
 def kv_bytes_per_token(arch: ModelArch, plans: Plans) -> np.ndarray:

@@ -131,6 +131,44 @@ def cycle(
     return seconds, st
 
 
+def chunk_latency(
+    arch: ModelArch,
+    hw: HardwareTable,
+    plans: Plans,
+    dec_seqs,
+    context,
+    chunk,
+    prompt_tokens: float,
+    engine: EngineParams,
+) -> np.ndarray:
+    """Latency of the pipeline micro-batch that carries one prefill chunk through every stage.
+
+    The decode batch is spread over the micro-batches, but one prompt's chunk rides in a single
+    micro-batch; its prefill work pays the mixed-batch slowdown. Equal to the mixed iteration
+    when pp == 1.
+    """
+    m = _micro_batches(plans, dec_seqs)
+    d = plans.dp.astype(float)
+    p = plans.pp.astype(float)
+    dec = np.asarray(dec_seqs, dtype=float) / (m * d)
+    c = np.asarray(chunk, dtype=float) + np.zeros(len(plans))
+    step = engine.step_overhead_ms * 1e-3
+    decode_only = Load.decode(dec, context)
+    with_chunk = Load(
+        dec_seqs=decode_only.dec_seqs,
+        dec_ctx=decode_only.dec_ctx,
+        pre_tokens=c / d,
+        pre_prompt=np.full_like(c, prompt_tokens),
+        pre_chunk=np.minimum(c, prompt_tokens),
+        logits=dec + c / prompt_tokens / d,
+    )
+    lat = []
+    for load in (decode_only, with_chunk):
+        st = stage_time(arch, hw, plans, load, engine)
+        lat.append(p * st.stage_s + (p - 1.0) * st.hop_s + step)
+    return mixed_iteration(lat[0], lat[1], engine)
+
+
 def kv_transfer_s(
     arch: ModelArch, hw: HardwareTable, plans: Plans, tokens, engine: EngineParams
 ) -> np.ndarray:
@@ -255,6 +293,12 @@ def decode_role(
     )
 
 
+def mixed_iteration(tau_decode, tau_mixed, engine: EngineParams) -> np.ndarray:
+    """A mixed iteration: the prefill work it adds over a pure decode iteration runs
+    `mixed_batch_slowdown` times slower than the roofline says."""
+    return tau_decode + engine.mixed_batch_slowdown * np.maximum(tau_mixed - tau_decode, 0.0)
+
+
 def effective_chunk(chunk, input_tokens: float, engine: EngineParams) -> np.ndarray:
     """Prefill tokens per mixed iteration; without chunking, whole prompts only."""
     c = np.asarray(chunk, dtype=float)
@@ -280,7 +324,7 @@ def colocated_role(
     f = np.minimum(f, 1.0)
     tau_d, st = cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
     tau_m, _ = cycle(arch, hw, plans, Load.mixed(B, wl.decode_context, c, s), engine)
-    tau_m = tau_m * engine.mixed_batch_slowdown
+    tau_m = mixed_iteration(tau_d, tau_m, engine)
     tau = f * tau_m + (1.0 - f) * tau_d
     spread = Z99 * np.sqrt(f * (1.0 - f) / max(o - 1.0, 1.0)) * (tau_m - tau_d)
     tpot99 = tau + spread
@@ -290,8 +334,10 @@ def colocated_role(
     rho = np.minimum(lam * service, 1.0)
     chunks50 = np.ceil(s / c)
     chunks99 = np.ceil(wl.input_p99 / c)
-    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + chunks50 * tau_m
-    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + chunks99 * tau_m
+    lat = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, s), s, engine)
+    lat99 = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, wl.input_p99), wl.input_p99, engine)
+    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + chunks50 * lat
+    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + chunks99 * lat99
     ok = (
         stable
         & (rho < engine.max_utilization)
@@ -304,7 +350,7 @@ def colocated_role(
     good = ok & mem.fits
     return RoleMetrics(
         memory=mem,
-        prefill_ms=chunks50 * tau_m * 1e3,
+        prefill_ms=chunks50 * lat * 1e3,
         decode_step_ms=tau_d * 1e3,
         ttft_p50_ms=ttft50 * 1e3,
         ttft_p99_ms=ttft99 * 1e3,
@@ -355,15 +401,19 @@ def closed_loop(
     def state(b):
         budget = np.maximum(C - b, 1.0)
         need = b * s / o1
-        chunk = effective_chunk(budget, s, engine)
+        # prefill tokens a mixed iteration carries: whole prompts while the queue is short
+        # (one prompt per mixed iteration), up to the budget when it is not
+        chunk = effective_chunk(np.minimum(budget, np.maximum(s, need)), s, engine)
         f = np.clip(need / chunk, 0.0, 1.0)
         sized = plans.with_batch(np.maximum(b, 1e-9))
         tau_d, _ = cycle(arch, hw, sized, Load.decode(np.maximum(b, 1e-9), wl.decode_context), engine)
         tau_m, _ = cycle(arch, hw, sized, Load.mixed(b, wl.decode_context, chunk, s), engine)
-        tau_m = tau_m * engine.mixed_batch_slowdown
+        tau_m = mixed_iteration(tau_d, tau_m, engine)
         tau = f * tau_m + (1.0 - f) * tau_d
         lam = b / (o1 * tau)
-        ttft = tau / 2.0 + np.ceil(s / chunk) * tau_m
+        lat = chunk_latency(arch, hw, sized, np.maximum(b, 1e-9), wl.decode_context,
+                            np.minimum(chunk, s), s, engine)
+        ttft = tau / 2.0 + np.ceil(s / chunk) * lat
         return tau, lam, ttft
 
     lo = np.zeros_like(N)

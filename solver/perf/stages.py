@@ -128,8 +128,7 @@ def stage_time(
     tokens = dec + pre
 
     # ---- attention projections -----------------------------------------------------------
-    kv_share = 1.0 / t if arch.mla_latent else np.ceil(arch.kv_heads / t) / arch.kv_heads
-    proj_params = (arch.attn_q_params + arch.attn_o_params) / t + arch.attn_kv_params * kv_share
+    proj_params = arch.attn_params_per_device(t)
     proj_act = tokens * (4.0 * h) * ACT_BYTES
     proj = ops.roofline(2.0 * tokens * proj_params, proj_params * b_w + proj_act, flops, mem_bw, 0.0)
 

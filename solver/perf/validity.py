@@ -14,6 +14,8 @@ from solver.perf.tables import Plans
 # reason -> explanation shown to users
 RULES: dict[str, str] = {
     "tp_heads": "tp must divide the model's attention heads",
+    "tp_kv_heads": "tp must divide the KV heads or be a multiple of them (even split or "
+    "replication of K/V heads)",
     "pp_layers": "pp cannot exceed the model's layers",
     "dense_ep": "ep > 1 needs a mixture-of-experts model",
     "dense_dp": "attention data parallelism (dp > 1) is for mixture-of-experts models; "
@@ -34,6 +36,10 @@ def invalid_reasons(arch: ModelArch, plans: Plans) -> dict[str, np.ndarray]:
     out = {
         "positive": ~positive,
         "tp_heads": positive & (arch.heads % tp_s != 0),
+        "tp_kv_heads": positive
+        & (not arch.mla_latent)
+        & (arch.kv_heads % tp_s != 0)
+        & (tp_s % arch.kv_heads != 0),
         "pp_layers": positive & (pp > arch.layers),
         "batch_dp": positive & (plans.batch < dp),
     }

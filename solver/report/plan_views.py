@@ -1,0 +1,120 @@
+"""Renderings of a plan document: table (terminal), markdown, json, yaml. Formatting only."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from solver.report.text import table
+from solver.schema.result import PlanResult, Pool, ServiceResult
+
+
+def to_json(doc: PlanResult) -> str:
+    return json.dumps(doc.model_dump(mode="json"), indent=2, sort_keys=False) + "\n"
+
+
+def to_yaml(doc: PlanResult) -> str:
+    return yaml.safe_dump(doc.model_dump(mode="json"), sort_keys=False, width=100)
+
+
+def _par(p: Pool) -> str:
+    s = f"tp{p.tp} pp{p.pp}"
+    if p.ep > 1 or p.dp > 1:
+        s += f" ep{p.ep} dp{p.dp}"
+    return s
+
+
+def _vs(pred: float | None, bound: float | None) -> str:
+    if pred is None:
+        return "-"
+    if bound is None:
+        return f"{pred:.0f}"
+    return f"{pred:.0f}/{bound:g}"
+
+
+def _pool_rows(s: ServiceResult) -> list[list[object]]:
+    rows = []
+    for p in s.pools:
+        rows.append([
+            p.role, p.hardware, _par(p), p.batch, p.instances, p.devices,
+            round(p.capacity_qps, 1), round(p.cost_per_hour, 2),
+            _vs(p.predicted.ttft_ms, s.slo.ttft_p50_ms), _vs(p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
+            _vs(p.predicted.tpot_ms, s.slo.tpot_p50_ms), _vs(p.predicted.tpot_p99_ms, s.slo.tpot_p99_ms),
+            round(p.predicted.memory_gib_per_device, 1),
+        ])
+    return rows
+
+
+POOL_HEADERS = ["role", "hardware", "parallel", "batch", "inst", "devices", "QPS", "$/h",
+                "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "GiB/dev"]
+POOL_ALIGN = "lllrrrrrrrrrr"
+
+
+def headline(doc: PlanResult) -> str:
+    if doc.status == "infeasible":
+        return f"{doc.problem}: INFEASIBLE"
+    types = ", ".join(f"{n} x {k}" for k, n in doc.devices_by_type.items())
+    obj = (
+        f"serves {doc.throughput_scale:g} x the demand mix"
+        if doc.objective and doc.objective.kind == "max_throughput"
+        else "lowest cost meeting every SLO"
+    )
+    return (
+        f"{doc.problem}: {doc.status}, {obj}: ${doc.cost_per_hour:,.2f}/hour, "
+        f"{doc.total_devices} devices ({types}), {doc.power_kw:,.1f} kW"
+    )
+
+
+def _service_line(s: ServiceResult) -> str:
+    ratio = f", prefill:decode devices {s.prefill_decode_ratio:g}" if s.prefill_decode_ratio else ""
+    return (
+        f"service '{s.name}' ({s.model}): {s.runtime}{ratio}; demand {s.demand_qps:g} QPS, "
+        f"capacity {s.capacity_qps:.1f} QPS; {s.devices} devices, ${s.cost_per_hour:,.2f}/h"
+    )
+
+
+def _solver_line(doc: PlanResult) -> str:
+    sv = doc.solver
+    pr = sv.pruned
+    wall = f"{sv.wall_s:.2f} s" if sv.wall_s is not None else "-"
+    return (
+        f"solver: {sv.candidates_evaluated:,} candidates evaluated; pruned {pr.invalid:,} invalid, "
+        f"{pr.topology:,} topology, {pr.memory:,} memory, {pr.slo:,} SLO, {pr.dominated:,} dominated; "
+        f"{sv.candidates_in_model} in the CP-SAT model; gap {sv.gap:.2%}; {wall}"
+    )
+
+
+def to_table(doc: PlanResult) -> str:
+    out = [headline(doc)]
+    if doc.status == "infeasible":
+        out.append("")
+        out += [f"  - {r}" for r in doc.infeasible_because]
+        out += ["", _solver_line(doc)]
+        return "\n".join(out) + "\n"
+    for s in doc.services:
+        out += ["", _service_line(s), table(POOL_HEADERS, _pool_rows(s), POOL_ALIGN)]
+    out += ["", "latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
+            _solver_line(doc)]
+    return "\n".join(out) + "\n"
+
+
+def _md_table(headers, rows) -> str:
+    def cell(v):
+        return "-" if v is None else str(v)
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(doc: PlanResult) -> str:
+    out = [f"# Fleet plan: {doc.problem}", "", f"**{headline(doc)}**", ""]
+    if doc.status == "infeasible":
+        out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because]
+    for s in doc.services:
+        out += [f"## Service `{s.name}`", "", _service_line(s), "", _md_table(POOL_HEADERS, _pool_rows(s)), ""]
+    out += ["## Solver", "", _solver_line(doc), ""]
+    return "\n".join(out)
+
+
+RENDERERS = {"table": to_table, "json": to_json, "yaml": to_yaml, "markdown": to_markdown}
