@@ -41,7 +41,7 @@ TIMEOUT_S = 60.0
 # Files that only go through `check` (plan would add nothing but time).
 CHECK_ONLY = {"yaml_alias_bomb.yaml", "yaml_alias_bomb_value.yaml"}
 # Per-file limits for inputs built to exhaust time or memory: (seconds, bytes of address space).
-LIMITS = {"yaml_alias_bomb.yaml": (4.0, 2 << 30), "yaml_alias_bomb_value.yaml": (4.0, 2 << 30)}
+LIMITS = {"yaml_alias_bomb.yaml": (3.0, 2 << 30), "yaml_alias_bomb_value.yaml": (3.0, 2 << 30)}
 
 KNOWN_BUGS = {
     "bool_for_qps.yaml": "BUG: `qps: true` is silently accepted as 1.0 (pydantic lax float "

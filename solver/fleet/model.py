@@ -183,6 +183,21 @@ class FleetModel:
                 if self._group(key, f"at most {spec.max_configs} distinct configurations per role for '{spec.name}'"):
                     m.add(sum(self.used[i] for i in rows) <= spec.max_configs)
 
+    # ---- redundant cuts --------------------------------------------------------------------
+
+    def service_cost_floor(self, s: int, floor: int) -> None:
+        """Service s costs at least `floor` (its optimum when planned alone: a valid cut, since
+        sharing the fleet only adds constraints). It lifts the LP bound to the sum of the
+        services' own optima, which is what makes proving optimality fast."""
+        rows = np.flatnonzero(self.inst.service == s)
+        if rows.size:
+            self.m.add(self._sum(rows, self.inst.cost, "cost floor") >= floor)
+
+    def scale_ceiling(self, ceiling: int) -> None:
+        """max_throughput: the common scale cannot exceed any service's scale planned alone."""
+        if self.scale is not None:
+            self.m.add(self.scale <= ceiling)
+
     # ---- objective terms ------------------------------------------------------------------
 
     def cost_expr(self):
