@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from solver.perf.engine import EngineParams
-from solver.schema.base import Strict
+from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
@@ -213,21 +213,23 @@ class Problem(Strict):
     @model_validator(mode="after")
     def _check(self) -> Problem:
         names = [s.name for s in self.services]
-        dup = sorted({n for n in names if names.count(n) > 1})
-        if dup:
-            raise ValueError(f"service names must be unique; repeated: {', '.join(dup)}")
+        for i, n in enumerate(names):
+            if n in names[:i]:
+                raise FieldError(f"service name '{n}' repeats services[{names.index(n)}].name; "
+                                 "service names must be unique", ("services", i, "name"))
         types = [h.name for h in self.hardware]
-        dup = sorted({n for n in types if types.count(n) > 1})
-        if dup:
-            raise ValueError(f"hardware types must be unique; repeated: {', '.join(dup)}")
+        for j, t in enumerate(types):
+            if t in types[:j]:
+                raise FieldError(f"hardware type '{t}' repeats hardware[{types.index(t)}]; "
+                                 "hardware types must be unique", ("hardware", j, "type"))
         if self.objective == "max_throughput":
             finite_supply = all(h.supply is not None for h in self.hardware)
             if self.budget_per_hour is None and not finite_supply and self.constraints.power_kw is None:
-                raise ValueError(
+                raise FieldError(
                     "max_throughput needs a budget_per_hour, a power_kw cap or a supply for every "
-                    "hardware type (otherwise throughput is unbounded)"
+                    "hardware type (otherwise throughput is unbounded)", ("objective",)
                 )
         if all(h.supply == 0 for h in self.hardware):
-            raise ValueError("every hardware type has supply 0: nothing can be planned")
+            raise FieldError("every hardware type has supply 0: nothing can be planned", ("hardware",))
         return self
 

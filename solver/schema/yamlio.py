@@ -7,6 +7,7 @@ back to the line a user wrote. Duplicate keys are errors (PyYAML would silently 
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +35,16 @@ class YamlDoc:
         return None
 
 
-def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str) -> None:
+def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str,
+          seen_nodes: set[int] | None = None) -> None:
+    # An alias shares its anchor's node: walk each node once (a self-referencing alias would
+    # recurse forever, a "billion laughs" file would take exponential time and memory); paths
+    # under an alias then fall back to the alias's own line in line_of().
+    if seen_nodes is None:
+        seen_nodes = set()
+    if id(node) in seen_nodes:
+        return
+    seen_nodes.add(id(node))
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
@@ -47,11 +57,11 @@ def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str) -> None
                 )
             seen[key] = line
             lines[path + (key,)] = line
-            _walk(value_node, path + (key,), lines, where)
+            _walk(value_node, path + (key,), lines, where, seen_nodes)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             lines[path + (i,)] = item.start_mark.line + 1
-            _walk(item, path + (i,), lines, where)
+            _walk(item, path + (i,), lines, where, seen_nodes)
 
 
 def parse_yaml(text: str, where: str) -> YamlDoc:
@@ -60,8 +70,16 @@ def parse_yaml(text: str, where: str) -> YamlDoc:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None) or ""
+        opened = getattr(exc, "context_mark", None)
+        if opened is not None and mark is not None and opened.line != mark.line and (
+            "flow" in context or "quoted" in context
+        ):
+            # An unclosed '[', '{' or quote: the parser gives up lines later (or at the end of
+            # the file), but the line to fix is the one where it was opened.
+            mark, problem = opened, f"{context} opened here: {problem} (line {mark.line + 1})"
+        line = f":{mark.line + 1}" if mark is not None else ""
         raise InputError(f"{where}{line}: YAML syntax error: {problem}") from None
     lines: dict[Loc, int] = {(): 1}
     if root is not None:
@@ -89,31 +107,54 @@ def _dotted(loc: Loc) -> str:
     return out or "(top level)"
 
 
-def _clean_loc(loc: tuple) -> Loc:
-    # pydantic adds the tag of a union member ('function-after[...]', 'str', 'ModelCard'...)
-    return tuple(p for p in loc if isinstance(p, int) or not _is_union_tag(str(p)))
+def _clean_loc(loc: tuple, data: Any = None) -> Loc:
+    # pydantic adds the tag of a union member ('function-after[...]', 'str', 'ModelCard'...).
+    # A part that is a key (or index) of the input at that point is the user's, whatever it
+    # looks like (an unknown key 'Budget' or 'int'); only parts that are not are tested for
+    # looking like a tag.
+    out: list[str | int] = []
+    node = data
+    for p in loc:
+        if isinstance(node, dict) and p in node:
+            out.append(p)
+            node = node[p]
+        elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            out.append(p)
+            node = node[p]
+        elif isinstance(p, int) or not _is_union_tag(str(p)):
+            out.append(p)
+            node = None
+    return tuple(out)
 
 
 def _is_union_tag(part: str) -> bool:
     return "[" in part or part in {"str", "int", "float", "bool", "list", "dict"} or part[:1].isupper()
 
 
-def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = ()) -> str:
+_short_repr = reprlib.Repr()  # keyword arguments need Python 3.12
+_short_repr.maxlevel, _short_repr.maxlist, _short_repr.maxdict = 3, 8, 8
+_short_repr.maxstring = _short_repr.maxother = 60
+
+
+def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = (),
+                              data: Any = None) -> str:
     """One line per problem: file:line: field: message."""
     msgs: list[str] = []
     seen: set[str] = set()
     for err in exc.errors(include_url=False):
-        loc = prefix + _clean_loc(tuple(err["loc"]))
+        loc = prefix + _clean_loc(tuple(err["loc"]), data)
+        cause = (err.get("ctx") or {}).get("error")
+        loc += tuple(getattr(cause, "loc", ()))  # a FieldError names the field inside the model
         line = doc.line_of(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            text = f"unknown key '{loc[-1]}'"
+            text = f"unknown key '{err['loc'][-1]}'"
         elif kind == "missing":
             text = "required field is missing"
         else:
             text = err["msg"]
             if "input" in err and kind not in {"model_type", "dict_type"}:
-                shown = repr(err["input"])
+                shown = _short_repr.repr(err["input"])
                 if len(shown) <= 60:
                     text += f" (got {shown})"
         msg = f"{doc.path}:{line if line is not None else '?'}: {_dotted(loc)}: {text}"
@@ -128,4 +169,5 @@ def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix:
     try:
         return model.model_validate(doc.data if data is None else data)
     except ValidationError as exc:
-        raise InputError(describe_validation_error(exc, doc, prefix)) from None
+        raw = doc.data if data is None else data
+        raise InputError(describe_validation_error(exc, doc, prefix, raw)) from None
