@@ -29,11 +29,17 @@ class Group:
 
 
 class FleetModel:
-    def __init__(self, inst: FleetInstance, enabled: set[str] | None = None):
+    def __init__(
+        self, inst: FleetInstance, enabled: set[str] | None = None, assumptions: bool = False
+    ):
         self.inst = inst
         self.m = cp_model.CpModel()
         self.enabled = enabled
         self.groups: dict[str, Group] = {}
+        # assumptions=True: every group is enforced by a literal (self.literals) that the caller
+        # passes to add_assumptions, so CP-SAT can return an infeasible core of groups
+        self.assumptions = assumptions
+        self.literals: dict[str, cp_model.IntVar] = {}
         self._variables()
         self._demand()
         self._positive_throughput()
@@ -48,7 +54,16 @@ class FleetModel:
     def _group(self, key: str, text: str) -> bool:
         """Register a group; True when it should be posted."""
         self.groups[key] = Group(key, text)
+        if self.assumptions and key not in self.literals:
+            self.literals[key] = self.m.new_bool_var(f"group[{key}]")
         return self.enabled is None or key in self.enabled
+
+    def _add(self, key: str, constraint) -> None:
+        """Post a constraint of group `key` (under its literal in assumption mode)."""
+        ct = self.m.add(constraint).with_name(key)
+        lit = self.literals.get(key)
+        if lit is not None:
+            ct.only_enforce_if(lit)
 
     def _sum(self, rows: np.ndarray, coeffs: np.ndarray, what: str):
         ints.check_row(coeffs[rows], self.inst.ub[rows], what)
@@ -106,9 +121,9 @@ class FleetModel:
                 continue
             served = self.col[s] + self.dis[s]
             if self.scale is None:
-                m.add(served >= spec.demand).with_name(key)
+                self._add(key, served >= spec.demand)
             else:
-                m.add(ints.SCALE_UNIT * served >= spec.demand * self.scale).with_name(key)
+                self._add(key, ints.SCALE_UNIT * served >= spec.demand * self.scale)
             for role, share in ((COLOCATED, self.col[s]), (PREFILL, self.dis[s]), (DECODE, self.dis[s])):
                 rows = inst.rows(s, role)
                 if rows.size:
@@ -121,7 +136,7 @@ class FleetModel:
         if self.scale is not None and self._group(
             "throughput", "serving at least 0.1% of the traffic mix"
         ):
-            self.m.add(self.scale >= 1).with_name("throughput")
+            self._add("throughput", self.scale >= 1)
 
     def _supply(self) -> None:
         inst, m = self.inst, self.m
@@ -132,7 +147,7 @@ class FleetModel:
                 continue
             key = f"supply:{name}"
             if self._group(key, f"supply of {name} ({supply} devices)"):
-                m.add(self._sum(rows, inst.devices, key) <= supply).with_name(key)
+                self._add(key, self._sum(rows, inst.devices, key) <= supply)
 
     def _budget(self) -> None:
         inst = self.inst
@@ -140,7 +155,7 @@ class FleetModel:
             return
         if self._group("budget", f"budget of ${inst.budget / ints.COST_SCALE:,.2f}/hour"):
             rows = np.arange(len(inst))
-            self.m.add(self._sum(rows, inst.cost, "budget") <= inst.budget).with_name("budget")
+            self._add("budget", self._sum(rows, inst.cost, "budget") <= inst.budget)
 
     def _power(self) -> None:
         inst = self.inst
@@ -148,7 +163,7 @@ class FleetModel:
             return
         if self._group("power", f"power cap of {inst.power_cap / 1000:g} kW"):
             rows = np.arange(len(inst))
-            self.m.add(self._sum(rows, inst.power, "power") <= inst.power_cap).with_name("power")
+            self._add("power", self._sum(rows, inst.power, "power") <= inst.power_cap)
 
     def _ratio(self) -> None:
         """Prefill devices / decode devices within [lo, hi], per disaggregated service."""
@@ -158,17 +173,16 @@ class FleetModel:
             pre, dec = inst.rows(s, PREFILL), inst.rows(s, DECODE)
             if pre.size == 0 or dec.size == 0:
                 continue
-            p_dev = self._sum(pre, inst.devices * den, "ratio")
-            d_dev = self._sum(dec, inst.devices * den, "ratio")
+            p_dev = self._sum(pre, inst.devices, "ratio")
+            d_dev = self._sum(dec, inst.devices, "ratio")
             if spec.ratio_lo is not None:
                 key = f"ratio_min:{spec.name}"
                 if self._group(key, f"prefill:decode device ratio >= {spec.ratio_lo / den:g} for '{spec.name}'"):
-                    lo = spec.ratio_lo
-                    m.add(p_dev * den >= lo * d_dev).with_name(key)
+                    self._add(key, p_dev * den >= spec.ratio_lo * d_dev)
             if spec.ratio_hi is not None:
                 key = f"ratio_max:{spec.name}"
                 if self._group(key, f"prefill:decode device ratio <= {spec.ratio_hi / den:g} for '{spec.name}'"):
-                    m.add(p_dev * den <= spec.ratio_hi * d_dev).with_name(key)
+                    self._add(key, p_dev * den <= spec.ratio_hi * d_dev)
 
     def _distinct_configs(self) -> None:
         inst, m = self.inst, self.m
@@ -181,7 +195,7 @@ class FleetModel:
                     continue
                 key = f"max_configs:{spec.name}"
                 if self._group(key, f"at most {spec.max_configs} distinct configurations per role for '{spec.name}'"):
-                    m.add(sum(self.used[i] for i in rows) <= spec.max_configs)
+                    self._add(key, sum(self.used[i] for i in rows) <= spec.max_configs)
 
     # ---- redundant cuts --------------------------------------------------------------------
 

@@ -86,10 +86,29 @@ def _feasible(inst: FleetInstance, enabled: set[str], opts: SolveOptions, limit:
     return status != cp_model.INFEASIBLE  # UNKNOWN counts as feasible: keep the group
 
 
+def _assumption_core(inst: FleetInstance, opts: SolveOptions, limit: float) -> list[str] | None:
+    """Groups in an infeasible core from CP-SAT's assumption literals (not always minimal)."""
+    fm = FleetModel(inst, assumptions=True)
+    by_index = {lit.index: key for key, lit in fm.literals.items()}
+    fm.m.add_assumptions(list(fm.literals.values()))
+    s = _solver(dataclasses.replace(opts, workers=1), limit)  # core extraction is single-worker
+    status = s.solve(fm.m)
+    _check_status(status, fm)
+    if status != cp_model.INFEASIBLE:
+        return None
+    # filter indices that are not our literals (google/or-tools#5141)
+    core = [by_index[i] for i in s.sufficient_assumptions_for_infeasibility() if i in by_index]
+    return sorted(set(core)) or None
+
+
 def explain(inst: FleetInstance, opts: SolveOptions, limit_per_solve: float = 5.0) -> list[str]:
-    """An irreducible set of constraint groups that cannot hold together (deletion filter)."""
+    """An irreducible set of constraint groups that cannot hold together.
+
+    CP-SAT's assumption core (each group behind one enforcement literal) narrows the groups; a
+    deletion filter (drop a group, re-solve for feasibility, keep it out if still infeasible)
+    then makes the set irreducible, since assumption cores are not guaranteed minimal."""
     groups = FleetModel(inst).groups
-    core = sorted(groups)
+    core = _assumption_core(inst, opts, limit_per_solve) or sorted(groups)
     for g in list(core):
         trial = [k for k in core if k != g]
         if not _feasible(inst, set(trial), opts, limit_per_solve):
