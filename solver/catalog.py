@@ -37,10 +37,13 @@ def _looks_like_path(ref: str) -> bool:
     return ref.endswith((".yaml", ".yml")) or "/" in ref or ref.startswith(".")
 
 
-def resolve(kind: Kind, ref: str) -> Path:
-    """The file for a card name or a path to a card file."""
+def resolve(kind: Kind, ref: str, base: Path | None = None) -> Path:
+    """The file for a card name or a path to a card file (relative paths: to `base` first,
+    the folder of the file that names the card, then to the working directory)."""
     if _looks_like_path(ref):
         p = Path(ref)
+        if base is not None and not p.is_absolute() and (base / p).is_file():
+            p = base / p
         if not p.is_file():
             raise InputError(f"{ref}: no such {kind[:-1] if kind != 'hardware' else 'hardware'} card file")
         return p
@@ -62,9 +65,9 @@ def _hardware_card(path: str) -> HardwareCard:
     return validate_doc(HardwareCard, load_yaml(path))
 
 
-def model_card(ref: str) -> ModelCard:
-    return _model_card(str(resolve("models", ref)))
+def model_card(ref: str, base: Path | None = None) -> ModelCard:
+    return _model_card(str(resolve("models", ref, base)))
 
 
-def hardware_card(ref: str) -> HardwareCard:
-    return _hardware_card(str(resolve("hardware", ref)))
+def hardware_card(ref: str, base: Path | None = None) -> HardwareCard:
+    return _hardware_card(str(resolve("hardware", ref, base)))

@@ -39,11 +39,12 @@ def _where(doc: YamlDoc, loc: tuple) -> str:
 
 
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
+    base = Path(doc.path).parent if not doc.path.startswith("<") else None
     models: list[ModelCard] = []
     for i, s in enumerate(problem.services):
         loc = ("services", i, "model")
         try:
-            card = catalog.model_card(s.model) if isinstance(s.model, str) else s.model
+            card = catalog.model_card(s.model, base) if isinstance(s.model, str) else s.model
         except InputError as exc:
             raise InputError(f"{_where(doc, loc)}: services[{i}].model: {exc}") from None
         mc = s.workload.max_context
@@ -65,7 +66,7 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     for j, h in enumerate(problem.hardware):
         loc = ("hardware", j, "type")
         try:
-            card = catalog.hardware_card(h.type) if isinstance(h.type, str) else h.type
+            card = catalog.hardware_card(h.type, base) if isinstance(h.type, str) else h.type
         except InputError as exc:
             raise InputError(f"{_where(doc, loc)}: hardware[{j}].type: {exc}") from None
         cards.append(card)

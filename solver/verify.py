@@ -20,6 +20,10 @@ def _le(a: float, b: float) -> bool:
     return a <= b * (1 + REL_TOL) + 1e-9
 
 
+def _eq(a: float, b: float) -> bool:
+    return abs(a - b) <= REL_TOL * max(1.0, abs(b))
+
+
 def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
     out: list[str] = []
     p = rp.problem
@@ -92,6 +96,22 @@ def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
         need = svc.workload.qps * (scale or 0.0)
         if not _le(need, served):
             out.append(f"service '{sr.name}': capacity {served:.4f} QPS is below the demand {need:.4f} QPS")
+        if not _eq(sr.capacity_qps, served):
+            out.append(f"service '{sr.name}': capacity_qps {sr.capacity_qps} != pools' {served:.6f}")
+        if not _eq(sr.demand_qps, need):
+            out.append(f"service '{sr.name}': demand_qps {sr.demand_qps} != problem's {need:.6f}")
+        implied = (
+            "mixed" if cap["colocated"] > 0 and dev["prefill"]
+            else "disaggregated" if dev["prefill"] else "colocated"
+        )
+        if sr.runtime != implied:
+            out.append(f"service '{sr.name}': runtime '{sr.runtime}' but the pools are {implied}")
+        ratio_now = dev["prefill"] / dev["decode"] if dev["prefill"] and dev["decode"] else None
+        if (ratio_now is None) != (sr.prefill_decode_ratio is None) or (
+            ratio_now is not None and abs(sr.prefill_decode_ratio - ratio_now) > 1e-4  # type: ignore[operator]
+        ):
+            out.append(f"service '{sr.name}': prefill_decode_ratio {sr.prefill_decode_ratio} != "
+                       f"pools' {ratio_now}")
         if (cap["prefill"] > 0) != (cap["decode"] > 0):
             out.append(f"service '{sr.name}': a prefill pool needs a decode pool and vice versa")
         ratio = p.constraints.prefill_decode_ratio
@@ -116,6 +136,16 @@ def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
         out.append(f"power {total_power / 1000:.2f} kW exceeds the cap {p.constraints.power_kw} kW")
     if abs(doc.cost_per_hour - total_cost) > 1e-6 * max(1.0, total_cost):
         out.append(f"cost_per_hour {doc.cost_per_hour} != sum of pools {total_cost}")
+    if not _eq(doc.power_kw, total_power / 1000):
+        out.append(f"power_kw {doc.power_kw} != sum of pools {total_power / 1000:.6f}")
+    if doc.objective is None or doc.objective.kind != p.objective:
+        out.append(f"objective {doc.objective} does not match the problem's {p.objective}")
+    else:
+        target = doc.cost_per_hour if p.objective == "min_cost" else (doc.throughput_scale or 0.0)
+        if not _eq(doc.objective.value, target):
+            out.append(f"objective.value {doc.objective.value} != {target}")
+    if doc.infeasible_because:
+        out.append("a feasible result lists reasons for infeasibility")
     if doc.total_devices != sum(used_devices.values()):
         out.append("total_devices != sum of pools")
     if dict(doc.devices_by_type) != {k: v for k, v in used_devices.items() if v}:

@@ -143,11 +143,12 @@ def instances(draw, objective: str) -> FleetInstance:
             disaggregated=PREFILL in roles and DECODE in roles, ratio_lo=ratio[0], ratio_hi=ratio[1],
             max_configs=draw(st.one_of(st.none(), st.just(1))),
         ))
+    ub = np.array([draw(st.integers(1 if i < n_core else 0, 5)) for i in range(n)], dtype=np.int64)
     return FleetInstance(
         objective=objective, service=np.array(service), role=np.array(role),
         hw=ints(0, n_hw - 1), devices=np.array([draw(st.sampled_from([1, 2, 4])) for _ in range(n)]),
         cap=ints(1, 20), cost=ints(1, 30), power=ints(1, 10), services=tuple(specs),
-        ub=np.array([draw(st.integers(1 if i < n_core else 0, 5)) for i in range(n)], dtype=np.int64),
+        ub=ub, demand_ub=ub.copy(),
         hw_names=tuple(f"hw{h}" for h in range(n_hw)),
         # caps are drawn from the top down: hypothesis favours small draws
         supply=tuple(draw(st.one_of(st.none(), st.integers(0, 20).map(lambda x: 20 - x))) for _ in range(n_hw)),

@@ -235,11 +235,6 @@ def test_supply_limited_problem_names_supply_and_demand(tmp_path: Path):
     assert any("demand of service 'chat'" in w for w in why), why
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: solve.explain's deletion filter rebuilds the model over the same FleetInstance, whose "
-    "ub already encodes supply // devices (and the budget and power caps), so dropping a supply "
-    "group does not relax it: the explanation omits a supply that is part of the cause "
-    "(only \"demand of service 'chat'\" for h100 supply 8; h100 missing for 8 + 8)"))
 @pytest.mark.parametrize("supplies", [{"h100-sxm": 8}, {"h100-sxm": 8, "h200-sxm": 8}],
                          ids=["h100-8", "h100-8+h200-8"])
 def test_supply_limited_explanation_names_every_binding_supply(tmp_path: Path, supplies):
@@ -251,10 +246,6 @@ def test_supply_limited_explanation_names_every_binding_supply(tmp_path: Path, s
         assert any(f"supply of {name} ({s} devices)" in w for w in why), why
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "BUG: same cause as above: the row bounds already encode budget // cost, so the deletion "
-    "filter drops the budget group and the explanation of a $1/hour max_throughput problem is "
-    "only 'serving at least 0.1% of the traffic mix'"))
 def test_budget_limited_explanation_names_the_budget(tmp_path: Path):
     path = tmp_path / "budget.yaml"
     text = (ROOT / "problems" / "budget-max-throughput.yaml").read_text()

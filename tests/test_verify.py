@@ -341,59 +341,50 @@ def _svc(doc: PlanResult, **update) -> PlanResult:
     return doc.model_copy(update={"services": [doc.services[0].model_copy(update=update)] + list(doc.services[1:])})
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (objective.value vs cost_per_hour)")
 def test_gap_objective_value(online):
     rp, doc = online
     bad = doc.model_copy(update={"objective": doc.objective.model_copy(update={"value": doc.cost_per_hour / 2})})
     assert violations(rp, bad)
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (objective.kind vs the problem's objective)")
 def test_gap_objective_kind(online):
     rp, doc = online
     bad = doc.model_copy(update={"objective": doc.objective.model_copy(update={"kind": "max_throughput"})})
     assert violations(rp, bad)
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (objective.value vs throughput_scale)")
 def test_gap_max_throughput_objective_value(budget_mt):
     rp, doc = budget_mt
     bad = doc.model_copy(update={"objective": doc.objective.model_copy(update={"value": doc.throughput_scale * 2})})
     assert violations(rp, bad)
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (services[].capacity_qps)")
 def test_gap_service_capacity(online):
     rp, doc = online
     assert violations(rp, _svc(doc, capacity_qps=doc.services[0].capacity_qps * 10))
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (services[].demand_qps)")
 def test_gap_service_demand(online):
     rp, doc = online
     assert violations(rp, _svc(doc, demand_qps=doc.services[0].demand_qps / 10))
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (services[].runtime)")
 def test_gap_service_runtime(online):
     rp, doc = online
     other = "colocated" if doc.services[0].runtime != "colocated" else "disaggregated"
     assert violations(rp, _svc(doc, runtime=other))
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (services[].prefill_decode_ratio)")
 def test_gap_service_ratio(online):
     rp, doc = online
     assert violations(rp, _svc(doc, prefill_decode_ratio=(doc.services[0].prefill_decode_ratio or 1.0) * 3))
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (power_kw)")
 def test_gap_power_kw(online):
     rp, doc = online
     assert violations(rp, doc.model_copy(update={"power_kw": doc.power_kw / 2}))
 
 
-@pytest.mark.xfail(strict=True, reason=GAP + " (a feasible result with infeasible_because)")
 def test_gap_feasible_with_reasons(online):
     rp, doc = online
     assert violations(rp, doc.model_copy(update={"infeasible_because": ["no reason"]}))

@@ -36,7 +36,8 @@ class FleetInstance:
     cap: np.ndarray  # milli-QPS per instance (floored)
     cost: np.ndarray  # 1e-4 USD/h per instance (ceiled)
     power: np.ndarray  # W per instance (ceiled)
-    ub: np.ndarray  # instance count upper bounds
+    ub: np.ndarray  # instance count upper bounds (supply, budget, power; demand for min_cost)
+    demand_ub: np.ndarray  # the demand-based bound alone (explanations relax the limits)
     services: tuple[ServiceSpec, ...]
     hw_names: tuple[str, ...]
     supply: tuple[int | None, ...]
@@ -50,37 +51,38 @@ class FleetInstance:
         return np.flatnonzero((self.service == s) & (self.role == role))
 
 
-def _upper_bounds(rp: ResolvedProblem, cs: CandidateSet, cap, cost, power, services) -> np.ndarray:
-    t = cs.table
-    n = len(t)
-    ub = np.full(n, np.iinfo(np.int64).max // 4, dtype=np.int64)
-    supply = np.array([np.iinfo(np.int64).max // 4 if s is None else s for s in rp.supplies], dtype=np.int64)
-    ub = np.minimum(ub, supply[t.hw] // np.maximum(t.devices, 1))
+def _demand_bounds(t, cap, services, ratio) -> np.ndarray:
+    """Instances of one row that serving the demand can ever need: ceil(demand / capacity),
+    plus what a prefill:decode ratio may force on one side (sized with the integer ratio
+    bounds the model enforces)."""
+    need = np.array([services[s].demand for s in t.service], dtype=np.int64)
+    ub = -(-need // np.maximum(cap, 1))
+    extra = np.zeros(len(t), dtype=np.int64)
+    for s, spec in enumerate(services):
+        pre, dec = t.rows(s, PREFILL), t.rows(s, DECODE)
+        if pre.size == 0 or dec.size == 0:
+            continue
+        max_pre = int((ub[pre] * t.devices[pre]).max())
+        max_dec = int((ub[dec] * t.devices[dec]).max())
+        if spec.ratio_lo is not None:  # prefill devices >= lo * decode devices
+            need_p = -(-spec.ratio_lo * max_dec // ints.RATIO_DEN)
+            extra[pre] = -(-need_p // t.devices[pre])
+        if spec.ratio_hi:  # decode devices >= prefill devices / hi
+            need_d = -(-max_pre * ints.RATIO_DEN // spec.ratio_hi)
+            extra[dec] = -(-need_d // t.devices[dec])
+    return ub + extra
+
+
+def _limit_bounds(rp: ResolvedProblem, t, cost, power) -> np.ndarray:
+    """Instances of one row that supply, budget and power allow."""
+    big = np.iinfo(np.int64).max // 4
+    supply = np.array([big if s is None else s for s in rp.supplies], dtype=np.int64)
+    ub = supply[t.hw] // np.maximum(t.devices, 1)
     if rp.problem.budget_per_hour is not None:
         ub = np.minimum(ub, ints.budget(rp.problem.budget_per_hour) // np.maximum(cost, 1))
     if rp.problem.constraints.power_kw is not None:
         ub = np.minimum(ub, ints.power_cap(rp.problem.constraints.power_kw) // np.maximum(power, 1))
-    if rp.problem.objective == "min_cost":
-        # Serving the demand never needs more than ceil(demand / capacity) instances of one row,
-        # unless a prefill:decode ratio forces extra devices on one side.
-        need = np.array([services[s].demand for s in t.service], dtype=np.int64)
-        demand_ub = -(-need // np.maximum(cap, 1))
-        ratio = rp.problem.constraints.prefill_decode_ratio
-        if ratio.min is not None or ratio.max is not None:
-            extra = np.zeros(n, dtype=np.int64)
-            for s in range(len(services)):
-                pre, dec = t.rows(s, PREFILL), t.rows(s, DECODE)
-                if pre.size == 0 or dec.size == 0:
-                    continue
-                max_pre = int((demand_ub[pre] * t.devices[pre]).max())
-                max_dec = int((demand_ub[dec] * t.devices[dec]).max())
-                if ratio.min is not None:  # prefill devices >= lo * decode devices
-                    extra[pre] = -(-int(np.ceil(ratio.min * max_dec)) // t.devices[pre])
-                if ratio.max is not None:  # decode devices >= prefill devices / hi
-                    extra[dec] = -(-int(np.ceil(max_pre / ratio.max)) // t.devices[dec])
-            demand_ub = demand_ub + extra
-        ub = np.minimum(ub, demand_ub)
-    return np.maximum(ub, 0)
+    return ub
 
 
 def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
@@ -104,7 +106,10 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
                 max_configs=rp.problem.search.max_distinct_configs,
             )
         )
-    ub = _upper_bounds(rp, cs, cap, cost, power, services)
+    demand_ub = _demand_bounds(t, cap, services, ratio)
+    ub = _limit_bounds(rp, t, cost, power)
+    if rp.problem.objective == "min_cost":
+        ub = np.minimum(ub, demand_ub)
     return FleetInstance(
         objective=rp.problem.objective,
         service=t.service.copy(),
@@ -114,7 +119,8 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
         cap=cap,
         cost=cost,
         power=power,
-        ub=ub,
+        ub=np.maximum(ub, 0),
+        demand_ub=demand_ub,
         services=tuple(services),
         hw_names=rp.hardware_names,
         supply=rp.supplies,

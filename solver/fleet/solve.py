@@ -106,7 +106,10 @@ def explain(inst: FleetInstance, opts: SolveOptions, limit_per_solve: float = 5.
 
     CP-SAT's assumption core (each group behind one enforcement literal) narrows the groups; a
     deletion filter (drop a group, re-solve for feasibility, keep it out if still infeasible)
-    then makes the set irreducible, since assumption cores are not guaranteed minimal."""
+    then makes the set irreducible, since assumption cores are not guaranteed minimal.
+    Row bounds are widened to the demand-based ones, so that dropping a supply, budget or power
+    group really relaxes it (the solving bounds already build those limits in)."""
+    inst = dataclasses.replace(inst, ub=np.maximum(inst.ub, inst.demand_ub))
     groups = FleetModel(inst).groups
     core = _assumption_core(inst, opts, limit_per_solve) or sorted(groups)
     for g in list(core):
@@ -124,6 +127,7 @@ def sub_instance(inst: FleetInstance, s: int) -> FleetInstance:
         service=np.zeros(rows.size, dtype=inst.service.dtype),
         role=inst.role[rows], hw=inst.hw[rows], devices=inst.devices[rows], cap=inst.cap[rows],
         cost=inst.cost[rows], power=inst.power[rows], ub=inst.ub[rows],
+        demand_ub=inst.demand_ub[rows],
         services=(inst.services[s],),
     )
 

@@ -156,9 +156,9 @@ class ModelArch:
     def attn_params_per_layer(self) -> int:
         return self.attn_q_params + self.attn_kv_params + self.attn_o_params
 
-    @property
-    def total_params(self) -> int:
-        per_moe = self.num_experts * self.expert_params + self.shared_expert_params
+    def _params(self, experts: int) -> int:
+        """All parameters, counting `experts` routed experts per MoE layer."""
+        per_moe = experts * self.expert_params + self.shared_expert_params
         return (
             self.layers * (self.attn_params_per_layer + self.norm_params_per_layer)
             + self.dense_layers * self.dense_mlp_params
@@ -169,17 +169,13 @@ class ModelArch:
         )
 
     @property
+    def total_params(self) -> int:
+        return self._params(self.num_experts)
+
+    @property
     def active_params(self) -> int:
         """Parameters touched by one token (embedding row lookups counted as the table)."""
-        per_moe = self.top_k * self.expert_params + self.shared_expert_params
-        return (
-            self.layers * (self.attn_params_per_layer + self.norm_params_per_layer)
-            + self.dense_layers * self.dense_mlp_params
-            + self.moe_layers * (per_moe + self.router_params)
-            + self.embed_params
-            + self.lm_head_params
-            + self.hidden
-        )
+        return self._params(self.top_k)
 
     def kv_cache_bytes_per_token(self, kv_bytes_per_elem: float) -> float:
         """KV bytes per token of context for the whole model, no window bounding."""

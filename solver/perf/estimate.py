@@ -9,7 +9,7 @@ from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.engine import EngineParams
 from solver.perf.memory import Memory, memory
-from solver.perf.stages import Load, StageTime, stage_time
+from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import HardwareCard, ModelCard, Precision
@@ -18,7 +18,7 @@ from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdow
 Stage = Literal["prefill", "decode"]
 
 
-def _mem_doc(m: Memory) -> MemoryBreakdown:
+def _mem_doc(m: Memory, device_gib: float) -> MemoryBreakdown:
     g = lambda a: round(float(a[0]) / GIB, 3)  # noqa: E731
     return MemoryBreakdown(
         weights_gib=g(m.weights),
@@ -26,7 +26,7 @@ def _mem_doc(m: Memory) -> MemoryBreakdown:
         activations_gib=g(m.activations),
         reserve_gib=g(m.reserve),
         usable_gib=g(m.capacity),
-        device_gib=0.0,
+        device_gib=device_gib,
     )
 
 
@@ -98,7 +98,6 @@ def estimate(
         input_tokens=input_tokens, output_tokens=output_tokens,
     )
     step = engine.step_overhead_ms * 1e-3
-    p = float(pp)
 
     if concurrency is not None:
         cl = rt.closed_loop(arch, hw, plans, wl, concurrency, engine)
@@ -106,7 +105,7 @@ def estimate(
         return EstimateResult(
             **common, stage="closed_loop", fits=bool(mem.fits[0]),
             memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
-            memory=_mem_doc(mem).model_copy(update={"device_gib": hardware.memory_gib}),
+            memory=_mem_doc(mem, hardware.memory_gib),
             prefill_ms=None, decode_step_ms=None,
             ttft_ms=float(cl.ttft_ms[0]), tpot_ms=float(cl.tpot_ms[0]),
             throughput_qps=float(cl.throughput_qps[0]),
@@ -118,7 +117,7 @@ def estimate(
 
     B = float(batch)  # type: ignore[arg-type]
     pre_st = stage_time(arch, hw, plans, Load.prefill(B / dp, input_tokens), engine)
-    prefill_s = p * pre_st.stage_s + (p - 1) * pre_st.hop_s + step
+    prefill_s = pass_latency(plans, pre_st, engine)
     dec_s, dec_st = rt.cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
     prefill_ms, decode_ms = float(prefill_s[0] * 1e3), float(dec_s[0] * 1e3)
     if stage == "prefill":
@@ -145,7 +144,7 @@ def estimate(
     return EstimateResult(
         **common, stage=stage or "both", fits=bool(mem.fits[0]),
         memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
-        memory=_mem_doc(mem).model_copy(update={"device_gib": hardware.memory_gib}),
+        memory=_mem_doc(mem, hardware.memory_gib),
         prefill_ms=prefill_ms if stage != "decode" else None,
         decode_step_ms=decode_ms if stage != "prefill" else None,
         ttft_ms=ttft, tpot_ms=tpot, throughput_qps=qps, tokens_per_s=tokens,

@@ -29,7 +29,7 @@ import numpy as np
 from solver.perf.arch import ModelArch
 from solver.perf.engine import EngineParams
 from solver.perf.memory import Memory, memory
-from solver.perf.stages import Load, StageTime, stage_time
+from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, PRECISION_BYTES, HardwareTable, Plans
 
 Z99 = 2.3263478740408408  # standard normal 99th percentile
@@ -126,9 +126,7 @@ def cycle(
     """
     m = _micro_batches(plans, load.dec_seqs)
     st = stage_time(arch, hw, plans, load.scaled(m * plans.dp), engine)
-    p = plans.pp.astype(float)
-    seconds = p * st.stage_s + (p - 1.0) * st.hop_s + engine.step_overhead_ms * 1e-3
-    return seconds, st
+    return pass_latency(plans, st, engine), st
 
 
 def chunk_latency(
@@ -149,10 +147,8 @@ def chunk_latency(
     """
     m = _micro_batches(plans, dec_seqs)
     d = plans.dp.astype(float)
-    p = plans.pp.astype(float)
     dec = np.asarray(dec_seqs, dtype=float) / (m * d)
     c = np.asarray(chunk, dtype=float) + np.zeros(len(plans))
-    step = engine.step_overhead_ms * 1e-3
     decode_only = Load.decode(dec, context)
     with_chunk = Load(
         dec_seqs=decode_only.dec_seqs,
@@ -162,10 +158,8 @@ def chunk_latency(
         pre_chunk=np.minimum(c, prompt_tokens),
         logits=dec + c / prompt_tokens / d,
     )
-    lat = []
-    for load in (decode_only, with_chunk):
-        st = stage_time(arch, hw, plans, load, engine)
-        lat.append(p * st.stage_s + (p - 1.0) * st.hop_s + step)
+    lat = [pass_latency(plans, stage_time(arch, hw, plans, ld, engine), engine)
+           for ld in (decode_only, with_chunk)]
     return mixed_iteration(lat[0], lat[1], engine)
 
 
@@ -210,16 +204,15 @@ def prefill_role(
     engine: EngineParams,
 ) -> RoleMetrics:
     B = plans.batch
-    p = plans.pp.astype(float)
-    step = engine.step_overhead_ms * 1e-3
     st = stage_time(arch, hw, plans, Load.prefill(B / plans.dp, wl.input_tokens), engine)
-    latency = p * st.stage_s + (p - 1.0) * st.hop_s + step
+    latency = pass_latency(plans, st, engine)
     if wl.input_p99 != wl.input_tokens:
         st99 = stage_time(arch, hw, plans, Load.prefill(B / plans.dp, wl.input_p99), engine)
-        latency99 = p * st99.stage_s + (p - 1.0) * st99.hop_s + step
+        latency99 = pass_latency(plans, st99, engine)
     else:
         latency99 = latency
-    interval = st.stage_s + step  # a full pipe releases one batch per stage time
+    # a full pipe releases one batch per stage time
+    interval = st.stage_s + engine.step_overhead_ms * 1e-3
     per_request = interval / B
     t_kv = kv_transfer_s(arch, hw, plans, wl.input_tokens, engine)
     t_kv99 = kv_transfer_s(arch, hw, plans, wl.input_p99, engine)

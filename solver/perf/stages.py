@@ -240,3 +240,9 @@ def stage_time(
     crosses = plans.devices > hw.su_domain[i]
     hop = np.where(p > 1, ops.p2p(tokens * h * ACT_BYTES, crosses, fab), 0.0)
     return StageTime(stage, hop, gemm_s, attention_s, comm_s, kernel_s)
+
+
+def pass_latency(plans: Plans, st: StageTime, engine: EngineParams) -> np.ndarray:
+    """One micro-batch through every pipeline stage and hop, plus the engine's step overhead."""
+    p = plans.pp.astype(float)
+    return p * st.stage_s + (p - 1.0) * st.hop_s + engine.step_overhead_ms * 1e-3
