@@ -156,6 +156,15 @@ def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> list[f
     return out
 
 
+def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolution:
+    n = len(inst.services)
+    return FleetSolution(
+        status="infeasible", counts=np.zeros(len(inst), dtype=np.int64),
+        colocated_share=np.zeros(n), disaggregated_share=np.zeros(n), scale=None, gap=0.0,
+        wall_s=time.perf_counter() - t0, infeasible_groups=reasons,
+    )
+
+
 def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:
     t0 = time.perf_counter()
     fm = FleetModel(inst)
@@ -168,7 +177,6 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         else:
             fm.service_cost_floor(s, int(math.ceil(b - 1e-6)))
     m = fm.m
-    n_services = len(inst.services)
     maximize = inst.objective == "max_throughput"
     stages_spec = (
         [("scale", fm.scale, True), ("devices", fm.devices_expr(), False),
@@ -180,7 +188,6 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
     stages: list[Stage] = []
     gap = 0.0
     overall = "optimal"
-    solver = None
     hint_vars = fm.n + fm.used + fm.col + fm.dis + ([fm.scale] if fm.scale is not None else [])
     for k, (name, expr, is_max) in enumerate(stages_spec):
         (m.maximize if is_max else m.minimize)(expr)
@@ -189,23 +196,14 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         status = solver.solve(m)
         _check_status(status, fm)
         if k == 0 and status == cp_model.INFEASIBLE:
-            groups = explain(inst, opts)
-            return FleetSolution(
-                status="infeasible", counts=np.zeros(len(inst), dtype=np.int64),
-                colocated_share=np.zeros(n_services), disaggregated_share=np.zeros(n_services),
-                scale=None, gap=0.0, wall_s=time.perf_counter() - t0, stages=stages,
-                infeasible_groups=groups,
-            )
+            return _no_plan(inst, t0, explain(inst, opts))
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             if k == 0:
-                return FleetSolution(
-                    status="infeasible", counts=np.zeros(len(inst), dtype=np.int64),
-                    colocated_share=np.zeros(n_services), disaggregated_share=np.zeros(n_services),
-                    scale=None, gap=0.0, wall_s=time.perf_counter() - t0, stages=stages,
-                    infeasible_groups=[f"no plan found within the time limit of {opts.time_limit_s:g} s "
-                                       "(not proven infeasible; raise --time-limit)"],
-                )
-            break  # keep the previous stage's solution (the hint below is still valid)
+                return _no_plan(inst, t0, [
+                    f"no plan found within the time limit of {opts.time_limit_s:g} s "
+                    "(not proven infeasible; raise --time-limit)"
+                ])
+            break  # keep the previous stage's solution
         value = int(round(solver.objective_value))
         unit = {"cost": ints.COST_SCALE, "scale": ints.SCALE_UNIT}.get(name, 1)
         stages.append(Stage(name, solver.status_name(status).lower(), value / unit))
