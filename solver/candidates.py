@@ -244,7 +244,7 @@ def _miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok) -> l
 
 
 def build_candidates(rp: ResolvedProblem) -> CandidateSet:
-    hw = HardwareTable.from_cards(rp.hardware, rp.prices)
+    hw = HardwareTable.from_cards(rp.hardware, rp.prices, rp.problem.engine)
     power = np.array(rp.power_w)
     stats = PruneStats()
     parts: list[CandidateTable] = []

@@ -81,6 +81,12 @@ def _build_parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help="validate problem files without solving")
     ch.add_argument("problems", nargs="+")
 
+    v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
+    v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
+                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]")
+    v.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    v.add_argument("--out", help="write the result to this file instead of stdout")
+
     c = sub.add_parser("catalog", help="list the shipped cards")
     c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
     c.add_argument("--format", choices=["table", "json"], default="table")
@@ -142,6 +148,23 @@ def _cmd_check(a: argparse.Namespace) -> int:
     return 2 if bad else 0
 
 
+def _cmd_validate(a: argparse.Namespace) -> int:
+    from solver.report import validation_views as views
+    from solver.validate import validate_file
+
+    report, original = validate_file(a.measured)
+    text = {
+        "table": lambda: views.to_table(report),
+        "json": lambda: views.to_json(report),
+        "csv": lambda: views.to_csv(report, original),
+    }[a.format]()
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _cmd_catalog(a: argparse.Namespace) -> int:
     from solver.report.catalog import catalog_json, catalog_text
 
@@ -154,6 +177,7 @@ COMMANDS = {
     "plan": _cmd_plan,
     "check": _cmd_check,
     "estimate": _cmd_estimate,
+    "validate": _cmd_validate,
     "catalog": _cmd_catalog,
 }
 

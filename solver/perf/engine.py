@@ -32,7 +32,28 @@ class EngineParams(Strict):
         ge=0,
         description="NCCL / custom all-reduce buffers when tp > 1 (aiconfigurator: 342-392 MB)",
     )
+    # ---- achieved efficiency at model shapes ------------------------------------------------
+    gemm_efficiency_factor: float = Field(
+        1.0,
+        gt=0,
+        le=1.5,
+        description="achieved GEMM throughput at the model's shapes as a fraction of the card's "
+        "best-shape (MAMF) efficiency; an engine property, fitted on measured benchmarks",
+    )
+    memory_efficiency_factor: float = Field(
+        1.0,
+        gt=0,
+        le=1.5,
+        description="achieved HBM bandwidth in the engine's kernels as a fraction of the card's "
+        "memory efficiency; fitted on measured benchmarks",
+    )
     # ---- iteration costs ---------------------------------------------------------------------
+    request_overhead_ms: float = Field(
+        0.0,
+        ge=0,
+        description="fixed time every request spends outside the forward passes before its first "
+        "token reaches the client (HTTP, tokenisation, scheduling, streaming); part of TTFT",
+    )
     step_overhead_ms: float = Field(
         1.0,
         ge=0,
@@ -63,6 +84,15 @@ class EngineParams(Strict):
         ge=16,
         description="token budget per iteration in a closed-loop benchmark (vLLM V1 default "
         "max_num_batched_tokens for online serving on large GPUs)",
+    )
+    burst_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="closed-loop benchmarks: share of the requests that arrive in the start-up "
+        "burst (all N at once, prefilled in turn) rather than in the staggered steady state; a "
+        "benchmark that sends k x N prompts at concurrency N has about 1/k; fitted per engine "
+        "on measured benchmarks, used only by `estimate --concurrency` and `validate`",
     )
     # ---- disaggregated runtime ----------------------------------------------------------------
     decode_slot_fill: float = Field(

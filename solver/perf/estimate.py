@@ -73,7 +73,7 @@ def estimate(
         if v is not None and v < 1:
             raise InputError(f"--{name} must be at least 1 (got {v})")
     arch = ModelArch.from_card(model)
-    hw = HardwareTable.from_cards([hardware])
+    hw = HardwareTable.from_cards([hardware], engine=engine)
     wcode, kcode = precision_code(precision), precision_code(kv_precision)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
                      wprec=wcode, kvprec=kcode)

@@ -217,10 +217,12 @@ def prefill_role(
     t_kv = kv_transfer_s(arch, hw, plans, wl.input_tokens, engine)
     t_kv99 = kv_transfer_s(arch, hw, plans, wl.input_p99, engine)
 
+    overhead = engine.request_overhead_ms * 1e-3
+
     def ttft(rho, q):
         base = latency if q == 0.5 else latency99
         kv = t_kv if q == 0.5 else t_kv99
-        return queue_wait(rho, per_request, q) + base + kv
+        return queue_wait(rho, per_request, q) + base + kv + overhead
 
     def meets_slo(rho):
         return _within(ttft(rho, 0.5) * 1e3, slo.ttft_p50_ms, slo.safety_margin) & _within(
@@ -329,8 +331,9 @@ def colocated_role(
     chunks99 = np.ceil(wl.input_p99 / c)
     lat = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, s), s, engine)
     lat99 = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, wl.input_p99), wl.input_p99, engine)
-    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + chunks50 * lat
-    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + chunks99 * lat99
+    overhead = engine.request_overhead_ms * 1e-3
+    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + chunks50 * lat + overhead
+    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + chunks99 * lat99 + overhead
     ok = (
         stable
         & (rho < engine.max_utilization)
@@ -365,6 +368,28 @@ class ClosedLoop:
     output_tokens_per_s: np.ndarray
     decode_batch: np.ndarray  # mean sequences in their decode phase
     memory: Memory
+
+
+def burst_ttft(
+    arch: ModelArch, hw: HardwareTable, plans: Plans, wl: Workload, N, engine: EngineParams
+) -> np.ndarray:
+    """Mean TTFT (s) of N prompts that arrive at once, as at a benchmark's start.
+
+    The engine prefills C' = budget - (decoding sequences, N/2 on average) prompt tokens per
+    iteration while the prompts already prefilled decode alongside; all N need
+    K = ceil(N s / C') iterations and a prompt waits (K + 1) / 2 of them on average.
+    """
+    N = np.asarray(N, dtype=float) + np.zeros(len(plans))
+    s = wl.input_tokens
+    C = float(engine.max_batched_tokens)
+    chunk = effective_chunk(np.maximum(C - N / 2.0, np.minimum(s, C)), s, engine)
+    iters = np.ceil(N * s / chunk)
+    half = np.maximum(N / 2.0, 1e-9)
+    sized = plans.with_batch(half)
+    tau_d, _ = cycle(arch, hw, sized, Load.decode(half, wl.decode_context), engine)
+    tau_m, _ = cycle(arch, hw, sized, Load.mixed(half, wl.decode_context, chunk, s), engine)
+    tau_b = mixed_iteration(tau_d, tau_m, engine)
+    return (iters + 1.0) / 2.0 * tau_b + engine.request_overhead_ms * 1e-3
 
 
 def closed_loop(
@@ -406,7 +431,7 @@ def closed_loop(
         lam = b / (o1 * tau)
         lat = chunk_latency(arch, hw, sized, np.maximum(b, 1e-9), wl.decode_context,
                             np.minimum(chunk, s), s, engine)
-        ttft = tau / 2.0 + np.ceil(s / chunk) * lat
+        ttft = tau / 2.0 + np.ceil(s / chunk) * lat + engine.request_overhead_ms * 1e-3
         return tau, lam, ttft
 
     lo = np.zeros_like(N)
@@ -421,6 +446,9 @@ def closed_loop(
     tau, lam, ttft = state(b)
     queued = (N - b - lam * ttft) > 1e-6 * N
     ttft = np.where(queued, (N - b) / lam, ttft)
+    if engine.burst_share > 0:
+        burst = burst_ttft(arch, hw, plans, wl, N, engine)
+        ttft = engine.burst_share * burst + (1.0 - engine.burst_share) * ttft
     mem = memory(arch, hw, plans.with_batch(N), s + o, np.minimum(N + C, N * (s + 1)), engine)
     return ClosedLoop(
         ttft_ms=ttft * 1e3,

@@ -13,6 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
+from solver.perf.engine import EngineParams
 from solver.schema.cards import PRECISIONS, HardwareCard, Precision
 
 GIB = 1024.0**3
@@ -51,18 +52,24 @@ class HardwareTable:
 
     @classmethod
     def from_cards(
-        cls, cards: Sequence[HardwareCard], prices: Sequence[float] | None = None
+        cls,
+        cards: Sequence[HardwareCard],
+        prices: Sequence[float] | None = None,
+        engine: EngineParams | None = None,
     ) -> HardwareTable:
+        """Arrays of the cards; the engine's efficiency factors scale the cards' efficiencies."""
+        g = engine.gemm_efficiency_factor if engine is not None else 1.0
+        mf = engine.memory_efficiency_factor if engine is not None else 1.0
         n = len(cards)
         flops = np.zeros((n, 3))
         native = np.zeros((n, 3), dtype=bool)
         for i, c in enumerate(cards):
-            bf16 = c.peak_tflops.bf16 * 1e12 * c.efficiency.gemm.bf16
+            bf16 = c.peak_tflops.bf16 * 1e12 * c.efficiency.gemm.bf16 * g
             for j, p in enumerate(PRECISIONS):
                 peak = getattr(c.peak_tflops, p)
                 eff = getattr(c.efficiency.gemm, p)
                 if peak is not None and eff is not None:
-                    flops[i, j] = peak * 1e12 * eff
+                    flops[i, j] = peak * 1e12 * eff * g
                     native[i, j] = True
                 else:
                     # Weight-only quantisation (e.g. fp8 Marlin on Ampere): weights are stored and
@@ -76,7 +83,7 @@ class HardwareTable:
             names=tuple(c.name for c in cards),
             mem_bytes=arr(lambda c: c.memory_gib * GIB),
             hbm_bw=arr(lambda c: c.hbm_bandwidth_tb_s * 1e12),
-            mem_eff=arr(lambda c: c.efficiency.memory),
+            mem_eff=arr(lambda c: min(c.efficiency.memory * mf, 1.0)),
             gemm_flops=flops,
             native=native,
             bf16_flops=flops[:, 0].copy(),

@@ -1,0 +1,106 @@
+"""Fit each engine's parameters to measured end-to-end benchmarks on h100_sxm ONLY.
+
+    python benchmarks/calibrate.py [--data benchmarks/data/silicon_sample_validate.csv]
+
+Accuracy discipline (issue: measured profiles and calibration): the fit uses only the rows
+whose source system is h100_sxm (dense models, colocated); every other system's rows are
+held out and only reported. Writes hardware/calibration/<engine>.yaml with the fitted
+EngineParams, the data's sha256, the fit error and the held-out error per system.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from solver import catalog
+from solver.perf.arch import ModelArch
+from solver.perf.calibration import FIT_BOUNDS, fit_engine
+from solver.perf.engine import EngineParams
+from solver.validate import parse_measured, predict_rows
+
+ROOT = Path(__file__).resolve().parent.parent
+FIT_SYSTEM = "h100_sxm"
+
+
+def _dense(model: str) -> bool:
+    return ModelArch.from_card(catalog.model_card(model)).moe_layers == 0
+
+
+def _errors(rows, ttft, tpot) -> dict:
+    mt = np.array([r.ttft_ms for r in rows])
+    mp = np.array([r.tpot_ms for r in rows])
+    e1 = (ttft - mt) / mt * 100
+    e2 = (tpot - mp) / mp * 100
+    return dict(rows=len(rows), ttft_median_abs_pct=round(float(np.median(np.abs(e1))), 2),
+                tpot_median_abs_pct=round(float(np.median(np.abs(e2))), 2),
+                ttft_bias_pct=round(float(np.mean(e1)), 2), tpot_bias_pct=round(float(np.mean(e2)), 2))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data" / "silicon_sample_validate.csv")
+    ap.add_argument("--max-evals", type=int, default=300)
+    ap.add_argument("--engines", nargs="*", default=["vllm", "sglang", "trtllm"])
+    a = ap.parse_args()
+    text = a.data.read_text()
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    _, rows = parse_measured(str(a.data), text)
+    out_dir = ROOT / "hardware" / "calibration"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for engine in a.engines:
+        fit_rows = [r for r in rows if r.engine == engine and r.raw.get("source_system") == FIT_SYSTEM
+                    and _dense(r.model)]
+        held = defaultdict(list)
+        for r in rows:
+            if r.engine == engine and r.raw.get("source_system") != FIT_SYSTEM:
+                held[r.raw.get("source_system", r.hardware)].append(r)
+        if not fit_rows:
+            print(f"{engine}: no {FIT_SYSTEM} dense rows; not calibrated")
+            continue
+        meas_t = np.array([r.ttft_ms for r in fit_rows])
+        meas_p = np.array([r.tpot_ms for r in fit_rows])
+
+        def loss(params: EngineParams) -> float:
+            t, p = predict_rows(str(a.data), fit_rows, lambda _e: params)
+            return float(np.mean(np.abs(np.log(t / meas_t))) + np.mean(np.abs(np.log(p / meas_p))))
+
+        start = EngineParams()
+        before = _errors(fit_rows, *predict_rows(str(a.data), fit_rows, lambda _e: start))
+        params, value = fit_engine(loss, start, max_evals=a.max_evals)
+        after = _errors(fit_rows, *predict_rows(str(a.data), fit_rows, lambda _e: params))
+        held_err = {}
+        for system, rs in sorted(held.items()):
+            held_err[system] = _errors(rs, *predict_rows(str(a.data), rs, lambda _e: params))
+        fitted = {name: round(getattr(params, name), 4) for name, _, _ in FIT_BOUNDS}
+        doc = {
+            "engine": engine,
+            "params": fitted,
+            "fitted_on": f"{a.data.name}: {len(fit_rows)} rows, source system {FIT_SYSTEM}, dense "
+                         f"models, colocated (aiconfigurator-core 0.12.0 silicon_sample.csv)",
+            "source_sha256": sha,
+            "fitted_at": dt.date.today().isoformat(),
+            "method": f"Nelder-Mead on mean |log(pred/measured)| of TTFT + TPOT, {a.max_evals} "
+                      f"evaluations, bounds {[(n, lo, hi) for n, lo, hi in FIT_BOUNDS]}",
+            "fit_error": after,
+            "held_out_error": held_err,
+        }
+        path = out_dir / f"{engine}.yaml"
+        header = (f"# Calibration of the {engine} engine parameters; written by "
+                  f"benchmarks/calibrate.py (do not edit by hand).\n"
+                  f"# Fitted ONLY on {FIT_SYSTEM} rows; other systems are held out.\n")
+        path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=100))
+        print(f"{engine}: {len(fit_rows)} fit rows; before {before}; after {after}; loss {value:.4f}")
+        print(f"  params {fitted}")
+        for system, e in held_err.items():
+            print(f"  held out {system}: {e}")
+
+
+if __name__ == "__main__":
+    main()

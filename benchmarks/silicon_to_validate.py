@@ -1,0 +1,140 @@
+"""Convert aiconfigurator-core's measured end-to-end sample into `fleetplan validate` input.
+
+    python benchmarks/silicon_to_validate.py [--source PATH/silicon_sample.csv] [--out FILE]
+
+Run it with the project's environment (it checks each plan with fleetplan's validity rules);
+--source points at the sample when aiconfigurator-core is installed elsewhere.
+
+The source is `systems/silicon_sample.csv` of the PyPI package aiconfigurator-core (Apache-2.0,
+NVIDIA; see NOTICE); by default it is looked up in the installed package. Only colocated
+("agg") rows of models and systems that have fleetplan cards are converted; the rest are
+counted and skipped. Extra columns (id, source system, model path, engine version, measurement
+source) are passed through. Measured data is precious: this file is for judging accuracy and,
+for the h100_sxm rows only, for calibration (benchmarks/calibrate.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+
+MODELS = {
+    "meta-llama/Llama-3.1-8B-Instruct": "llama-3.1-8b",
+    "nvidia/Llama-3.1-8B-Instruct-FP8": "llama-3.1-8b",
+    "meta-llama/Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Meta-Llama-3.1-70B": "llama-3.1-70b",
+    "meta-llama/Llama-3.1-405B": "llama-3.1-405b",
+    "Qwen/Qwen3-32B": "qwen3-32b",
+    "nvidia/Qwen3-32B-NVFP4": "qwen3-32b",
+    "Qwen/Qwen3-235B-A22B-FP8": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "deepseek-ai/DeepSeek-V3": "deepseek-v3",
+    "deepseek-ai/DeepSeek-R1": "deepseek-v3",  # same architecture as V3
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-v3",
+    "nvidia/DeepSeek-V3.1-NVFP4": "deepseek-v3",
+    "mistralai/Mixtral-8x7B-v0.1": "mixtral-8x7b",
+}
+SYSTEMS = {
+    "a100_sxm": "a100-sxm",
+    "h100_sxm": "h100-sxm",
+    "h200_sxm": "h200-sxm",
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200-nvl72",
+}
+PRECISION = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "fp4": "fp4", "nvfp4": "fp4"}
+COLUMNS = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
+           "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms", "engine",
+           "source_id", "source_system", "source_model", "engine_version", "measured"]
+
+
+def default_source() -> Path:
+    spec = importlib.util.find_spec("aiconfigurator_core")
+    if spec is None or not spec.submodule_search_locations:
+        raise SystemExit("aiconfigurator-core is not installed: pip install 'fleetplan[aic]' or pass --source")
+    return Path(list(spec.submodule_search_locations)[0]) / "systems" / "silicon_sample.csv"
+
+
+def _measured(source: str) -> str:
+    for part in source.split(";"):
+        if part.strip().startswith("measured="):
+            return part.split("=", 1)[1].strip()[:10]
+    return ""
+
+
+def _plan_ok(model: str, tp: int, pp: int, ep: int, dp: int) -> str | None:
+    """None if fleetplan can represent the plan, else why not (the sample also holds plans with
+    other conventions, e.g. tp=72 world sizes for DeepSeek on NVL72)."""
+    from solver import catalog
+    from solver.perf.arch import ModelArch
+    from solver.perf.tables import Plans
+    from solver.perf.validity import invalid_reasons
+
+    arch = ModelArch.from_card(catalog.model_card(model))
+    plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=max(dp, 1), wprec=0, kvprec=0)
+    bad = [k for k, m in invalid_reasons(arch, plans).items() if m[0]]
+    return f"plan not representable ({', '.join(bad)})" if bad else None
+
+
+def convert(src: Path) -> tuple[list[dict], Counter]:
+    skipped: Counter = Counter()
+    out = []
+    for r in csv.DictReader(src.open(newline="")):
+        if r["mode"] != "agg":
+            skipped["not colocated (disagg)"] += 1
+            continue
+        model = MODELS.get(r["model_path"])
+        hw = SYSTEMS.get(r["system"])
+        quant = r["precision"] or r["gemm_quant_mode"]
+        if model is None:
+            skipped[f"no card for model {r['model_path']}"] += 1
+            continue
+        if hw is None:
+            skipped[f"no card for system {r['system']}"] += 1
+            continue
+        if quant not in PRECISION:
+            skipped[f"precision {quant}"] += 1
+            continue
+        # empty or 0 means "not used" in the sample: one-way
+        tp = max(1, int(r["tp_size"] or 1))
+        dp = max(1, int(r["attention_dp_size"] or 1))
+        ep = max(1, int(r["moe_ep_size"] or 1))
+        why = _plan_ok(model, tp, max(1, int(r["pp_size"] or 1)), ep, dp)
+        if why:
+            skipped[why] += 1
+            continue
+        out.append({
+            "model": model, "hardware": hw, "precision": PRECISION[quant], "mode": "colocated",
+            "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": r["batch_size"],
+            "tp": tp, "pp": max(1, int(r["pp_size"] or 1)), "ep": ep, "dp": dp,
+            "ttft_ms": r["silicon_ttft_ms"], "tpot_ms": r["silicon_tpot_ms"], "engine": r["backend"],
+            "source_id": r["id"], "source_system": r["system"], "source_model": r["model_path"],
+            "engine_version": r["backend_version"], "measured": _measured(r["silicon_data_source"]),
+        })
+    return out, skipped
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data" / "silicon_sample_validate.csv")
+    a = ap.parse_args()
+    src = a.source or default_source()
+    rows, skipped = convert(src)
+    rows = [r for r in rows if r["concurrency"] not in ("", "0")]
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    with a.out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} rows written to {a.out}", file=sys.stderr)
+    for why, n in skipped.most_common():
+        print(f"  skipped {n}: {why}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

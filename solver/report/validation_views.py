@@ -1,0 +1,51 @@
+"""Renderings of a validation report: table, json, csv (the input's columns plus predictions)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from solver.report.text import table
+from solver.schema.validation import GroupStats, ValidationReport
+
+
+def _group_row(g: GroupStats) -> list[object]:
+    return [g.hardware, g.model, g.engine, g.ttft.rows,
+            g.ttft.median_abs_pct, g.ttft.mean_abs_pct, g.ttft.bias_pct,
+            g.tpot.median_abs_pct, g.tpot.mean_abs_pct, g.tpot.bias_pct]
+
+
+HEADERS = ["hardware", "model", "engine", "rows", "TTFT med|%|", "TTFT mean|%|", "TTFT bias%",
+           "TPOT med|%|", "TPOT mean|%|", "TPOT bias%"]
+
+
+def to_table(r: ValidationReport) -> str:
+    rows = [[x.line, x.model, x.hardware, x.precision, x.engine or "-", x.input_tokens,
+             x.output_tokens, x.concurrency, f"tp{x.tp} pp{x.pp}", x.measured_ttft_ms,
+             x.predicted_ttft_ms, x.measured_tpot_ms, x.predicted_tpot_ms] for x in r.rows]
+    out = [
+        table(["line", "model", "hardware", "prec", "engine", "in", "out", "conc", "parallel",
+               "TTFT meas", "TTFT pred", "TPOT meas", "TPOT pred"], rows),
+        "",
+        "error per group (percent of the measured value; bias > 0: predictions are slower)",
+        table(HEADERS, [_group_row(g) for g in r.groups] + [_group_row(r.overall)]),
+    ]
+    return "\n".join(out) + "\n"
+
+
+def to_json(r: ValidationReport) -> str:
+    return json.dumps(r.model_dump(mode="json"), indent=2) + "\n"
+
+
+def to_csv(r: ValidationReport, original: str) -> str:
+    """The input rows, every column kept, with predicted_ttft_ms and predicted_tpot_ms added."""
+    src = list(csv.DictReader(io.StringIO(original)))
+    out = io.StringIO()
+    fields = list(r.columns) + ["predicted_ttft_ms", "predicted_tpot_ms"]
+    w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for raw, row in zip(src, r.rows):
+        w.writerow({**raw, "predicted_ttft_ms": row.predicted_ttft_ms,
+                    "predicted_tpot_ms": row.predicted_tpot_ms})
+    return out.getvalue()

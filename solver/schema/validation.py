@@ -1,0 +1,50 @@
+"""The document `fleetplan validate` prints."""
+
+from __future__ import annotations
+
+from solver.schema.base import Strict
+
+
+class ErrorStats(Strict):
+    """Error of predictions against measurements, percent of the measured value."""
+
+    rows: int
+    median_abs_pct: float
+    mean_abs_pct: float
+    bias_pct: float  # mean signed error: positive = fleetplan predicts slower than measured
+    p90_abs_pct: float
+
+
+class GroupStats(Strict):
+    hardware: str
+    model: str
+    engine: str
+    ttft: ErrorStats
+    tpot: ErrorStats
+
+
+class ValidationRow(Strict):
+    line: int
+    model: str
+    hardware: str
+    precision: str
+    engine: str | None
+    input_tokens: int
+    output_tokens: int
+    concurrency: int
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    measured_ttft_ms: float
+    measured_tpot_ms: float
+    predicted_ttft_ms: float
+    predicted_tpot_ms: float
+
+
+class ValidationReport(Strict):
+    source: str
+    overall: GroupStats
+    groups: list[GroupStats]
+    rows: list[ValidationRow]
+    columns: list[str]
