@@ -78,6 +78,15 @@ def main() -> None:
         held_err = {}
         for system, rs in sorted(held.items()):
             held_err[system] = _errors(rs, *predict_rows(str(a.data), rs, lambda _e: params))
+        # a metric may give up at most 5 points for a larger gain on the other
+        worse = [m for m in ("ttft_median_abs_pct", "tpot_median_abs_pct") if after[m] > before[m] + 5.0]
+        gain = sum(before[m] - after[m] for m in ("ttft_median_abs_pct", "tpot_median_abs_pct"))
+        if worse or gain <= 0:
+            # the engine's behaviour is outside what the model's parameters can express: keep
+            # the uncalibrated defaults rather than ship a fit that is worse on some metric
+            print(f"{engine}: fit does not improve ({before} -> {after}); not written")
+            (out_dir / f"{engine}.yaml").unlink(missing_ok=True)
+            continue
         fitted = {name: round(getattr(params, name), 4) for name, _, _ in FIT_BOUNDS}
         doc = {
             "engine": engine,

@@ -155,7 +155,7 @@ def _topology_bad(hw: HardwareTable, plans: Plans, supplies: tuple[int | None, .
 
 def _evaluate(rp, s, arch, hw, role, plans, chunks) -> rt.RoleMetrics:
     margin = rp.problem.constraints.safety_margin
-    wl, slo, engine = workload_of(s), slo_of(s, margin), rp.problem.engine
+    wl, slo, engine = workload_of(s), slo_of(s, margin), rp.engine
     if role == PREFILL:
         return rt.prefill_role(arch, hw, plans, wl, slo, engine)
     if role == DECODE:
@@ -244,7 +244,7 @@ def _miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok) -> l
 
 
 def build_candidates(rp: ResolvedProblem) -> CandidateSet:
-    hw = HardwareTable.from_cards(rp.hardware, rp.prices, rp.problem.engine)
+    hw = HardwareTable.from_cards(rp.hardware, rp.prices, rp.engine)
     power = np.array(rp.power_w)
     stats = PruneStats()
     parts: list[CandidateTable] = []

@@ -63,6 +63,8 @@ def _build_parser() -> argparse.ArgumentParser:
     e.add_argument("--output-tokens", type=_positive, default=128)
     e.add_argument("--precision", choices=PRECISIONS, default="bf16")
     e.add_argument("--kv-precision", choices=PRECISIONS)
+    e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
+                   help="use the engine's calibrated parameters (hardware/calibration/)")
     e.add_argument("--format", choices=["table", "json"], default="table")
 
     pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
@@ -94,6 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
+    from solver.perf.calibration import engine_params
     from solver.perf.estimate import estimate
     from solver.report.text import estimate_text
 
@@ -101,7 +104,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         catalog.model_card(a.model), catalog.hardware_card(a.hardware),
         tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
-        precision=a.precision, kv_precision=a.kv_precision,
+        precision=a.precision, kv_precision=a.kv_precision, engine=engine_params(a.engine),
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0

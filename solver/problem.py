@@ -7,6 +7,8 @@ from pathlib import Path
 
 from solver import catalog
 from solver.errors import InputError
+from solver.perf.calibration import engine_params
+from solver.perf.engine import EngineParams
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.problem import Problem
 from solver.schema.yamlio import YamlDoc, load_yaml, parse_yaml, validate_doc
@@ -23,6 +25,7 @@ class ResolvedProblem:
     prices: tuple[float, ...]  # USD per device-hour (entry override or card default)
     supplies: tuple[int | None, ...]
     power_w: tuple[float, ...]
+    engine: EngineParams  # the engine's calibration, then the problem's explicit overrides
 
     @property
     def name(self) -> str:
@@ -81,7 +84,15 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         prices=tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards)),
         supplies=tuple(h.supply for h in problem.hardware),
         power_w=tuple(h.power_w or c.power_w for h, c in zip(problem.hardware, cards)),
+        engine=effective_engine(problem),
     )
+
+
+def effective_engine(problem: Problem) -> EngineParams:
+    """Calibrated parameters of the declared engine, with the fields the problem sets on top."""
+    base = engine_params(problem.software.engine)
+    given = {k: getattr(problem.engine, k) for k in problem.engine.model_fields_set}
+    return base.model_copy(update=given)
 
 
 def load_problem(path: str | Path) -> ResolvedProblem:

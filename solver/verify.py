@@ -34,7 +34,7 @@ def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
     price = dict(zip(rp.hardware_names, rp.prices))
     supply = dict(zip(rp.hardware_names, rp.supplies))
     power_w = dict(zip(rp.hardware_names, rp.power_w))
-    usable_gib = {c.name: c.memory_gib * p.engine.gpu_memory_utilization for c in rp.hardware}
+    usable_gib = {c.name: c.memory_gib * rp.engine.gpu_memory_utilization for c in rp.hardware}
     margin = p.constraints.safety_margin
     scale = doc.throughput_scale if p.objective == "max_throughput" else 1.0
     if p.objective == "max_throughput" and (scale is None or scale <= 0):

@@ -97,3 +97,27 @@ def test_unknown_card_error_names_line():
     text = "name: x\nservices:\n  - name: s\n    model: llama-9\n    workload: {qps: 1, input_tokens: 1, output_tokens: 1}\nhardware: [{type: h100-sxm}]\n"
     with pytest.raises(InputError, match=r"mem.yaml:4: services\[0\].model: unknown model 'llama-9'"):
         parse_problem(text, "mem.yaml")
+
+
+def test_software_selects_calibration_and_engine_overrides_win(tmp_path):
+    from solver.perf.calibration import engine_params
+
+    base = """\
+name: sw
+services:
+  - name: s
+    model: llama-3.1-8b
+    workload: {qps: 1, input_tokens: 100, output_tokens: 10}
+hardware:
+  - type: h100-sxm
+"""
+    plain = parse_problem(base, "a.yaml")
+    assert plain.engine == engine_params(None)  # no engine declared: uncalibrated defaults
+    cal = parse_problem(base + "software: {engine: vllm, version: '0.11'}\n", "b.yaml")
+    assert cal.engine == engine_params("vllm")
+    over = parse_problem(base + "software: {engine: vllm}\nengine: {step_overhead_ms: 7.5}\n", "c.yaml")
+    assert over.engine.step_overhead_ms == 7.5
+    # every other field still comes from the calibration
+    assert over.engine.gemm_efficiency_factor == engine_params("vllm").gemm_efficiency_factor
+    with pytest.raises(InputError, match=r"d.yaml:9: software.engine"):
+        parse_problem(base + "software:\n  engine: tensorrt\n", "d.yaml")

@@ -200,6 +200,14 @@ class Constraints(Strict):
     safety_margin: float = Field(0.05, ge=0, le=10)
 
 
+class Software(Strict):
+    """The serving stack the plan is for: selects the engine's calibrated parameters
+    (hardware/calibration/<engine>.yaml); `engine:` fields given in the problem override them."""
+
+    engine: Literal["vllm", "sglang", "trtllm"] | None = None
+    version: str | None = Field(None, min_length=1, max_length=100)
+
+
 class Problem(Strict):
     name: str = Field(min_length=1, max_length=200)
     objective: Literal["min_cost", "max_throughput"] = "min_cost"
@@ -208,6 +216,7 @@ class Problem(Strict):
     hardware: list[HardwareEntry] = Field(min_length=1, max_length=100)
     search: Search = Search()
     constraints: Constraints = Constraints()
+    software: Software = Software()
     engine: EngineParams = EngineParams()
 
     @model_validator(mode="after")

@@ -1,0 +1,1 @@
+"""Measured operator profiles: file format, importer, vectorised interpolation."""

@@ -1,0 +1,635 @@
+"""Convert the measured database of NVIDIA's aiconfigurator-core into fleetplan profiles.
+
+    fleetplan profiles import-aic --system h200_sxm --framework vllm [--version V]
+                                  [--source DIR] [--out DIR]
+
+aiconfigurator-core (Apache-2.0, https://github.com/ai-dynamo/aiconfigurator) ships per-kernel
+latency tables collected on real GPUs under `systems/data/<system>/<family>/<framework>/
+<version>/*.parquet`. It is an optional extra (`pip install fleetplan[aic]`, which also brings
+pyarrow to read Parquet); nothing here is imported unless the converter runs.
+
+What is converted (latencies: milliseconds per call in the source, microseconds here):
+
+| fleetplan family       | source table                                   | kept                  |
+|------------------------|------------------------------------------------|-----------------------|
+| gemm                   | gemm/<fw>/<v>/gemm_perf.parquet                | bf16 and fp8 (per-tensor) rows of the framework's main kernel for each dtype; every m; the (n, k) pairs that bracket the shipped model cards' matrices at TP 1/2/4/8 |
+| attention_context      | attention/<fw>/<v>/context_attention_perf      | full attention (window 0), bf16 math (fp8 math where the engine quantises queries with an fp8 cache), the dominant kernel; the per-device (heads, kv heads, head_dim) of the model cards (+ the nearest measured group when one is missing) |
+| attention_generation   | attention/<fw>/<v>/generation_attention_perf   | as above; kv_tokens = isl + step |
+| allreduce              | comm/<fw>/<v'>/custom_allreduce_perf           | bf16, CUDA-graph variant when present; v' = newest version <= v that has the table |
+| collectives            | comm/nccl/<newest>/nccl_perf                   | all ops, fp16 and int8 |
+
+`--all-shapes` keeps every GEMM shape and attention group (for users importing for their own
+models); the shipped files use the model-card filter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from solver.errors import InputError
+from solver.profiles.format import (
+    FAMILIES,
+    Provenance,
+    Source,
+    csv_text,
+    sha256_text,
+    write_profile,
+)
+from solver.profiles.shapes import AttentionGroup, attention_groups, bracket, gemm_shapes
+
+CONVERTER = "fleetplan solver.profiles.aic/1"
+AIC_URL = "https://github.com/ai-dynamo/aiconfigurator"
+AIC_COPYRIGHT = "Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved."
+FRAMEWORKS = ("vllm", "sglang", "trtllm")
+
+# AIC system name -> fleetplan hardware card name, where they differ beyond '_' -> '-'
+SYSTEM_TO_HARDWARE = {
+    "b200_sxm": "b200",
+    "b300_sxm": "b300",
+    "gb200": "gb200-nvl72",
+}
+
+_GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+_KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
+
+
+def hardware_name(system: str) -> str:
+    return SYSTEM_TO_HARDWARE.get(system, system.replace("_", "-"))
+
+
+# ---------------------------------------------------------------------------------------------
+# finding the source
+# ---------------------------------------------------------------------------------------------
+
+
+def find_systems_dir(source: str | Path | None = None) -> Path:
+    """The `systems/` folder of aiconfigurator-core: `source` (that folder, the package folder
+    above it, or a site-packages folder holding the package), else AIC_SYSTEMS_DIR, else the
+    installed package."""
+    candidates: list[Path] = []
+    if source is not None:
+        s = Path(source)
+        candidates += [s, s / "systems", s / "aiconfigurator_core" / "systems"]
+    else:
+        env = os.environ.get("AIC_SYSTEMS_DIR")
+        if env:
+            candidates.append(Path(env))
+        spec = importlib.util.find_spec("aiconfigurator_core")
+        if spec is not None and spec.submodule_search_locations:
+            for loc in spec.submodule_search_locations:
+                candidates.append(Path(loc) / "systems")
+    for c in candidates:
+        if (c / "data").is_dir():
+            return c
+    if source is not None:
+        raise InputError(f"{source}: not an aiconfigurator-core systems folder (no data/ inside)")
+    raise InputError(
+        "aiconfigurator-core is not installed: pip install 'fleetplan[aic]' "
+        "(or give --source PATH to its systems/ folder)"
+    )
+
+
+def package_version(systems: Path) -> str | None:
+    """The aiconfigurator-core version the `systems/` folder belongs to, if recorded."""
+    site = systems.parent.parent
+    for meta in sorted(site.glob("aiconfigurator_core-*.dist-info/METADATA")):
+        for line in meta.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("aiconfigurator-core")
+    except Exception:  # noqa: BLE001 - not installed as a distribution
+        return None
+
+
+def _version_key(v: str):
+    try:
+        from packaging.version import Version
+
+        return (0, Version(v))
+    except Exception:  # noqa: BLE001 - odd version strings sort after, by their digits
+        return (1, tuple(int(x) for x in re.findall(r"\d+", v)))
+
+
+def _versions(folder: Path) -> list[str]:
+    if not folder.is_dir():
+        return []
+    return sorted((p.name for p in folder.iterdir() if p.is_dir()), key=_version_key)
+
+
+def _current_version(systems: Path, system: str, framework: str) -> str | None:
+    """aiconfigurator's own 'current' version for (system, framework), if it says."""
+    path = systems / "query_versions.yaml"
+    if not path.is_file():
+        return None
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return None
+    slot = ((doc.get("overrides") or {}).get(system) or {}).get(framework)
+    if slot is None:
+        slot = (doc.get("defaults") or {}).get(framework)
+    return (slot or {}).get("current") if isinstance(slot, dict) else None
+
+
+def resolve_version(systems: Path, system: str, framework: str, version: str | None) -> str:
+    data = systems / "data" / system
+    if not data.is_dir():
+        known = ", ".join(sorted(p.name for p in (systems / "data").iterdir() if p.is_dir()))
+        raise InputError(f"aiconfigurator-core has no system '{system}' (known: {known})")
+    have = _versions(data / "gemm" / framework)
+    if not have:
+        raise InputError(f"aiconfigurator-core has no {framework} GEMM data for {system}")
+    if version is not None:
+        if version not in have:
+            raise InputError(f"{system}/{framework}: no version {version} (have: {', '.join(have)})")
+        return version
+    current = _current_version(systems, system, framework)
+    if current in have and (data / "attention" / framework / current).is_dir():
+        return current
+    return have[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# reading Parquet (optional dependency)
+# ---------------------------------------------------------------------------------------------
+
+
+def read_parquet(path: Path) -> dict[str, list]:
+    """Columns of a Parquet file as lists (pyarrow, else pandas)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path).to_pydict()
+    except ImportError:
+        pass
+    try:
+        import pandas as pd
+
+        df = pd.read_parquet(path)
+        return {c: df[c].tolist() for c in df.columns}
+    except ImportError:
+        pass
+    except Exception as exc:  # noqa: BLE001 - pandas without a Parquet engine
+        raise InputError(f"{path}: cannot read Parquet ({exc}); pip install 'fleetplan[aic]'") from None
+    raise InputError(f"{path}: reading Parquet needs pyarrow: pip install 'fleetplan[aic]'")
+
+
+def _rows(cols: dict[str, list]) -> list[dict]:
+    names = list(cols)
+    return [dict(zip(names, vals)) for vals in zip(*(cols[n] for n in names))]
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _collection_meta(folder: Path) -> dict:
+    path = folder / "collection_meta.yaml"
+    if not path.is_file():
+        return {}
+    import yaml
+
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return {}
+
+
+def _software(meta: dict) -> dict[str, str]:
+    """Scalar runtime facts of a collection_meta.yaml (image, torch, CUDA, driver...)."""
+    out: dict[str, str] = {}
+    runtime = meta.get("runtime") or {}
+    for k in ("image", "source_commit"):
+        if isinstance(runtime.get(k), (str, int, float)):
+            out[k] = str(runtime[k])
+    abi = runtime.get("abi") or {}
+    for k in ("torch", "cuda", "driver", "nccl", "nvshmem", "gpu_name", "compute_capability"):
+        if isinstance(abi.get(k), (str, int, float)):
+            out[k] = str(abi[k])
+    if meta.get("provenance"):
+        out["aic_provenance"] = str(meta["provenance"])
+    return out
+
+
+def _collected_on(meta: dict, table: str) -> str | None:
+    t = ((meta.get("tables") or {}).get(table) or {})
+    v = t.get("collected_at")
+    return str(v) if v else None
+
+
+# ---------------------------------------------------------------------------------------------
+# the conversion
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Converted:
+    family: str
+    text: str
+    provenance: Provenance
+
+
+def _cards(models: Sequence[str] | None):
+    from solver import catalog
+
+    names = list(models) if models else catalog.names("models")
+    return [catalog.model_card(n) for n in names]
+
+
+def _dominant(rows: Iterable[dict], column: str) -> str | None:
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r[column]] = counts.get(r[column], 0) + 1
+    if not counts:
+        return None
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+
+
+def _one(rows: list[dict], column: str) -> str | None:
+    vals = sorted({str(r[column]) for r in rows if column in r})
+    return vals[0] if len(vals) == 1 else (", ".join(vals) if vals else None)
+
+
+def _us(ms: float) -> float:
+    return float(ms) * 1000.0
+
+
+def _source(systems: Path, path: Path, version: str | None) -> Source:
+    return Source(
+        name="NVIDIA AIConfigurator (aiconfigurator-core) measured performance database",
+        package="aiconfigurator-core",
+        package_version=version,
+        url=AIC_URL,
+        path=str(path.relative_to(systems.parent)).replace(os.sep, "/"),
+        file_sha256=_file_sha256(path),
+        licence="Apache-2.0",
+        copyright=AIC_COPYRIGHT,
+    )
+
+
+_MODIFIED = (
+    "Derived from aiconfigurator-core (Apache-2.0) by fleetplan's converter: rows selected, "
+    "columns renamed, latency converted from ms to us (5 significant digits). See NOTICE."
+)
+
+
+def convert_gemm(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted:
+    folder = systems / "data" / system / "gemm" / framework / version
+    path = folder / "gemm_perf.parquet"
+    rows = _rows(read_parquet(path))
+    kernels = {}
+    for src_dtype in _GEMM_DTYPES:
+        kernels[src_dtype] = _dominant((r for r in rows if r["gemm_dtype"] == src_dtype), "kernel_source")
+    rows = [r for r in rows if r["gemm_dtype"] in _GEMM_DTYPES
+            and r["kernel_source"] == kernels[r["gemm_dtype"]]]
+    grid_n = sorted({int(r["n"]) for r in rows})
+    grid_k = sorted({int(r["k"]) for r in rows})
+    if all_shapes:
+        keep_pairs = None
+        selection = "every measured shape"
+    else:
+        keep_pairs = set()
+        for card in cards:
+            for s in gemm_shapes(card):
+                for n in bracket([s.n], grid_n):
+                    for k in bracket([s.k], grid_k):
+                        keep_pairs.add((n, k))
+        selection = (
+            f"(n, k) pairs bracketing the per-device weight matrices of the model cards "
+            f"{', '.join(c.name for c in cards)} at TP 1/2/4/8 (the measured n and k on each "
+            f"side of every needed value); every measured m"
+        )
+    out = []
+    for r in rows:
+        n, k = int(r["n"]), int(r["k"])
+        if keep_pairs is not None and (n, k) not in keep_pairs:
+            continue
+        out.append((_GEMM_DTYPES[r["gemm_dtype"]], int(r["m"]), n, k, _us(r["latency"])))
+    out.sort()
+    text = csv_text("gemm", out)
+    meta = _collection_meta(folder)
+    kern = "; ".join(f"{_GEMM_DTYPES[d]}: {k}" for d, k in kernels.items() if k)
+    prov = Provenance(
+        family="gemm",
+        hardware=hardware_name(system),
+        device_name=_one(rows, "device"),
+        framework=framework,
+        framework_version=version,
+        software=_software(meta),
+        collected_on=_collected_on(meta, "gemm_perf"),
+        collection_method=(
+            f"aiconfigurator collector ({framework} GEMM kernels, one GPU): each (m, n, k) "
+            f"timed with CUDA events over repeated runs; the source logs milliseconds per call"
+        ),
+        source=_source(systems, path, pkg_version),
+        selection=f"kernels {kern}; {selection}",
+        columns=_columns("gemm"),
+        rows=len(out),
+        licence="Apache-2.0",
+        content_sha256=sha256_text(text),
+        converter=CONVERTER,
+        notes=[_MODIFIED],
+    )
+    return Converted("gemm", text, prov)
+
+
+def _columns(family: str) -> dict[str, str]:
+    return {
+        "gemm": {
+            "dtype": "bf16 | fp8 (per-tensor scaled FP8 inputs, bf16 output)",
+            "m": "rows of the activation: tokens",
+            "n": "output features (columns of W)",
+            "k": "input features (reduction length)",
+            "latency_us": "GPU time of one call, microseconds",
+        },
+        "attention_context": {
+            "kv_dtype": "KV cache element type: bf16 | fp8",
+            "num_heads": "query heads on the device",
+            "num_kv_heads": "key/value heads on the device",
+            "head_dim": "elements per head",
+            "batch": "prompts in the call",
+            "isl_tokens": "tokens per prompt (all new, causal)",
+            "latency_us": "GPU time of one call, microseconds",
+        },
+        "attention_generation": {
+            "kv_dtype": "KV cache element type: bf16 | fp8",
+            "num_heads": "query heads on the device",
+            "num_kv_heads": "key/value heads on the device",
+            "head_dim": "elements per head",
+            "batch": "sequences decoding one token each",
+            "kv_tokens": "cached tokens attended per sequence (source isl + step)",
+            "latency_us": "GPU time of one call, microseconds",
+        },
+        "allreduce": {
+            "dtype": "payload element type (bf16)",
+            "num_gpus": "GPUs in the all-reduce (one NVLink domain)",
+            "message_bytes": "bytes reduced per GPU (source message_size elements x 2)",
+            "latency_us": "time of one all-reduce, microseconds",
+        },
+        "collectives": {
+            "op": "all_reduce | all_gather | reduce_scatter | alltoall",
+            "dtype": "payload element type: fp16 | int8",
+            "num_gpus": "GPUs in the collective (one NVLink domain)",
+            "message_bytes": "nccl-tests size in bytes (source message_size elements x element bytes)",
+            "latency_us": "time of one collective, microseconds",
+        },
+    }[family]
+
+
+def _attention_rows(rows: list[dict]) -> tuple[list[dict], str, dict[str, str]]:
+    """Window-0 rows of the dominant kernel, one math dtype per KV dtype."""
+    full = [r for r in rows if int(r.get("window_size", 0) or 0) == 0 and int(r.get("beam_width", 1)) == 1]
+    kernel = _dominant(full, "kernel_source")
+    full = [r for r in full if r["kernel_source"] == kernel]
+    have = {(r["attn_dtype"], r["kv_cache_dtype"]) for r in full}
+    choice: dict[str, str] = {}
+    for kv in _KV_DTYPES:
+        if ("bfloat16", kv) in have:
+            choice[kv] = "bfloat16"
+        elif (kv, kv) in have:
+            choice[kv] = kv  # the engine runs the math in the cache's type (fp8 with fp8 KV)
+    kept = [r for r in full if r["kv_cache_dtype"] in choice and r["attn_dtype"] == choice[r["kv_cache_dtype"]]]
+    return kept, kernel or "", {_KV_DTYPES[k]: v for k, v in choice.items()}
+
+
+def _nearest_group(g: AttentionGroup, measured: set[tuple[int, int, int]]) -> tuple[int, int, int] | None:
+    best, best_d = None, math.inf
+    for h, kv, d in sorted(measured):
+        if d != g.head_dim:
+            continue
+        dist = abs(math.log(h / g.num_heads)) + abs(math.log(kv / g.num_kv_heads))
+        if dist < best_d:
+            best, best_d = (h, kv, d), dist
+    return best
+
+
+def convert_attention(systems, system, framework, version, phase, cards, all_shapes, pkg_version) -> Converted:
+    family = f"attention_{phase}"
+    folder = systems / "data" / system / "attention" / framework / version
+    path = folder / f"{phase}_attention_perf.parquet"
+    rows_all = _rows(read_parquet(path))
+    rows, kernel, math_dtypes = _attention_rows(rows_all)
+    measured = {(int(r["num_heads"]), int(r["num_key_value_heads"]), int(r["head_dim"])) for r in rows}
+    if all_shapes:
+        keep = measured
+        selection = "every measured head geometry"
+    else:
+        need = sorted({g for c in cards for g in attention_groups(c)})
+        keep = set()
+        stand_ins = []
+        for g in need:
+            t = (g.num_heads, g.num_kv_heads, g.head_dim)
+            if t in measured:
+                keep.add(t)
+            else:
+                near = _nearest_group(g, measured)
+                if near is not None:
+                    keep.add(near)
+                    stand_ins.append(f"{t} -> {near}")
+        selection = (
+            f"per-device (heads, kv heads, head_dim) of the GQA model cards "
+            f"{', '.join(c.name for c in cards if attention_groups(c))} at TP 1/2/4/8"
+            + (f"; unmeasured groups kept as their nearest measured group: {'; '.join(stand_ins)}"
+               if stand_ins else "")
+        )
+    out = []
+    for r in rows:
+        t = (int(r["num_heads"]), int(r["num_key_value_heads"]), int(r["head_dim"]))
+        if t not in keep:
+            continue
+        tokens = int(r["isl"]) if phase == "context" else int(r["isl"]) + int(r["step"])
+        out.append((_KV_DTYPES[r["kv_cache_dtype"]], t[0], t[1], t[2], int(r["batch_size"]), tokens,
+                    _us(r["latency"])))
+    out.sort()
+    text = csv_text(family, out)
+    meta = _collection_meta(folder)
+    math_txt = ", ".join(f"kv {kv}: math {m}" for kv, m in sorted(math_dtypes.items()))
+    prov = Provenance(
+        family=family,  # type: ignore[arg-type]
+        hardware=hardware_name(system),
+        device_name=_one(rows, "device"),
+        framework=framework,
+        framework_version=version,
+        software=_software(meta),
+        collected_on=_collected_on(meta, f"{phase}_attention_perf"),
+        collection_method=(
+            f"aiconfigurator collector ({framework} attention backend, one GPU): the attention "
+            f"kernel alone on a paged KV cache, timed with CUDA events; the source logs "
+            f"milliseconds per call"
+        ),
+        source=_source(systems, path, pkg_version),
+        selection=f"kernel {kernel}; window_size 0 (full attention); {math_txt}; {selection}",
+        columns=_columns(family),
+        rows=len(out),
+        licence="Apache-2.0",
+        content_sha256=sha256_text(text),
+        converter=CONVERTER,
+        notes=[_MODIFIED],
+    )
+    return Converted(family, text, prov)
+
+
+def convert_allreduce(systems, system, framework, version, pkg_version) -> Converted | None:
+    base = systems / "data" / system / "comm" / framework
+    usable = [v for v in _versions(base)
+              if (base / v / "custom_allreduce_perf.parquet").is_file()
+              and _version_key(v) <= _version_key(version)]
+    if not usable:
+        return None
+    v = usable[-1]
+    path = base / v / "custom_allreduce_perf.parquet"
+    rows = [r for r in _rows(read_parquet(path)) if str(r.get("allreduce_dtype")) == "bfloat16"]
+    graph = [r for r in rows if "graph" in str(r.get("kernel_source", "")).lower()]
+    if graph:
+        rows = graph
+    kernel = _one(rows, "kernel_source")
+    out = sorted(("bf16", int(r["num_gpus"]), int(r["message_size"]) * 2, _us(r["latency"])) for r in rows)
+    text = csv_text("allreduce", out)
+    meta = _collection_meta(base / v)
+    prov = Provenance(
+        family="allreduce",
+        hardware=hardware_name(system),
+        device_name=_one(rows, "device"),
+        framework=framework,
+        framework_version=v,
+        software=_software(meta) | ({"source_framework_label": _one(rows, "framework") or ""}),
+        collected_on=_collected_on(meta, "custom_allreduce_perf"),
+        collection_method=(
+            "aiconfigurator collect_all_reduce.py: the engine's all-reduce on a bf16 tensor of "
+            "message_size elements, replayed many times inside one CUDA graph interleaved with a "
+            "small matmul whose own time is subtracted; best of 3; milliseconds per call"
+        ),
+        source=_source(systems, path, pkg_version),
+        selection=f"kernel {kernel}; bf16; all sizes and GPU counts"
+        + ("" if v == version else f"; newest table at or before {framework} {version}"),
+        columns=_columns("allreduce"),
+        rows=len(out),
+        licence="Apache-2.0",
+        content_sha256=sha256_text(text),
+        converter=CONVERTER,
+        notes=[_MODIFIED],
+    )
+    return Converted("allreduce", text, prov)
+
+
+def convert_collectives(systems, system, pkg_version) -> Converted | None:
+    base = systems / "data" / system / "comm" / "nccl"
+    usable = [v for v in _versions(base) if (base / v / "nccl_perf.parquet").is_file()]
+    if not usable:
+        return None
+    v = usable[-1]
+    path = base / v / "nccl_perf.parquet"
+    rows = _rows(read_parquet(path))
+    elem = {"half": ("fp16", 2), "int8": ("int8", 1)}
+    out = sorted(
+        (str(r["op_name"]), elem[r["nccl_dtype"]][0], int(r["num_gpus"]),
+         int(r["message_size"]) * elem[r["nccl_dtype"]][1], _us(r["latency"]))
+        for r in rows if r["nccl_dtype"] in elem
+    )
+    text = csv_text("collectives", out)
+    meta = _collection_meta(base / v)
+    labels = _one(rows, "version")
+    prov = Provenance(
+        family="collectives",
+        hardware=hardware_name(system),
+        device_name=_one(rows, "device"),
+        framework="nccl",
+        framework_version=v,
+        software=_software(meta) | ({"nccl_version_in_rows": labels} if labels else {}),
+        collected_on=_collected_on(meta, "nccl_perf"),
+        collection_method=(
+            "aiconfigurator collect_nccl.py: nccl-tests (<op>_perf -b size -e size -t num_gpus), "
+            "out-of-place time; the source logs milliseconds and the size in elements"
+        ),
+        source=_source(systems, path, pkg_version),
+        selection="all ops, fp16 and int8, all sizes and GPU counts of the newest NCCL table",
+        columns=_columns("collectives"),
+        rows=len(out),
+        licence="Apache-2.0",
+        content_sha256=sha256_text(text),
+        converter=CONVERTER,
+        notes=[_MODIFIED],
+    )
+    return Converted("collectives", text, prov)
+
+
+def convert_aic(
+    system: str,
+    framework: str,
+    version: str | None = None,
+    source: str | Path | None = None,
+    models: Sequence[str] | None = None,
+    all_shapes: bool = False,
+) -> list[Converted]:
+    """The converted tables (in memory) of one AIC system and framework."""
+    if framework not in FRAMEWORKS:
+        raise InputError(f"unknown framework '{framework}' (one of {', '.join(FRAMEWORKS)})")
+    systems = find_systems_dir(source)
+    v = resolve_version(systems, system, framework, version)
+    pkg = package_version(systems)
+    cards = _cards(models)
+    out = [convert_gemm(systems, system, framework, v, cards, all_shapes, pkg)]
+    for phase in ("context", "generation"):
+        if (systems / "data" / system / "attention" / framework / v / f"{phase}_attention_perf.parquet").is_file():
+            out.append(convert_attention(systems, system, framework, v, phase, cards, all_shapes, pkg))
+    ar = convert_allreduce(systems, system, framework, v, pkg)
+    if ar is not None:
+        out.append(ar)
+    coll = convert_collectives(systems, system, pkg)
+    if coll is not None:
+        out.append(coll)
+    return out
+
+
+def import_aic(
+    system: str,
+    framework: str,
+    version: str | None = None,
+    source: str | Path | None = None,
+    out_dir: str | Path | None = None,
+    hardware: str | None = None,
+    models: Sequence[str] | None = None,
+    all_shapes: bool = False,
+    compress: bool = False,
+) -> list[Path]:
+    """Convert and write `<out_dir>/<hardware>/<framework>/<family>.csv` + `.meta.json`.
+
+    out_dir defaults to the shipped `hardware/profiles/`. Returns the CSV paths written."""
+    from solver.profiles.format import shipped_root
+
+    tables = convert_aic(system, framework, version, source, models, all_shapes)
+    hw = hardware or hardware_name(system)
+    folder = Path(out_dir if out_dir is not None else shipped_root()) / hw / framework
+    written = []
+    for t in tables:
+        prov = t.provenance if hw == t.provenance.hardware else t.provenance.model_copy(update={"hardware": hw})
+        written.append(write_profile(folder, t.family, t.text, prov, compress=compress))
+    return written
+
+
+def summary(paths: Sequence[Path]) -> str:
+    lines = []
+    for p in paths:
+        meta = json.loads(p.with_name(p.name.split(".csv")[0] + ".meta.json").read_text())
+        lines.append(f"{p}  {meta['rows']} rows  {p.stat().st_size / 1024:.0f} KiB  "
+                     f"{meta['framework']} {meta['framework_version']}")
+    return "\n".join(lines)
+
+

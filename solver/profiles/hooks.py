@@ -1,0 +1,125 @@
+"""Measured-operator terms for the stage model (`solver/perf/stages.py`), on arrays over plans.
+
+Each function returns an `Estimate` (seconds per plan and a source code per plan) for one
+operator group of one layer (or the LM head), with the stage model's own roofline value as the
+`fallback`: where no measured table covers an operator (no profile for that hardware, an
+fp4 GEMM on Hopper, MLA attention, a TP group wider than the measured NVLink domain) the
+fallback is returned unchanged with source ROOFLINE, so a plan on hardware without profiles
+gets exactly the analytic model.
+
+Shapes follow vLLM/SGLang tensor parallelism: fused QKV (query heads split, KV heads split or
+replicated when TP exceeds them), row-parallel output projection, fused gate+up and down
+projections split over TP, LM head split over the vocabulary.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.profiles.interp import EXTRAPOLATED, MEASURED, ROOFLINE, Estimate
+from solver.profiles.operators import ProfileSet
+
+ACT_BYTES = 2.0
+
+
+def _combine(parts: list[Estimate], fallback) -> Estimate:
+    """Sum of several GEMMs; where any part has no table the block's fallback stands."""
+    seconds = sum(p.seconds for p in parts)
+    source = np.max(np.stack([p.source for p in parts]), axis=0)
+    if fallback is None:
+        return Estimate(seconds, source)
+    fb = np.broadcast_to(np.asarray(fallback, dtype=float), np.shape(seconds))
+    missing = source == ROOFLINE
+    return Estimate(np.where(missing, fb, seconds), source)
+
+
+def attention_projections(prof: ProfileSet, hw, tokens, hidden: int, heads: int, kv_heads: int,
+                          head_dim: int, tp, precision, fallback=None) -> Estimate:
+    """Fused QKV and output projection GEMMs of one GQA layer on one device."""
+    tp = np.asarray(tp, dtype=float)
+    q = np.ceil(heads / tp)
+    kv = np.ceil(kv_heads / tp)
+    qkv = prof.gemm(hw, tokens, (q + 2.0 * kv) * head_dim, hidden, precision)
+    out = prof.gemm(hw, tokens, hidden, q * head_dim, precision)
+    return _combine([qkv, out], fallback)
+
+
+def dense_mlp(prof: ProfileSet, hw, tokens, hidden: int, intermediate: float, tp, precision,
+              gated: bool = True, fallback=None) -> Estimate:
+    """Gate+up (fused) and down projections of a dense MLP split `tp` ways. For a ModelArch:
+    intermediate = dense_mlp_params / (3 * hidden) when gated (2 * hidden otherwise)."""
+    tp = np.asarray(tp, dtype=float)
+    width = np.ceil(intermediate / tp)
+    up = prof.gemm(hw, tokens, (2.0 if gated else 1.0) * width, hidden, precision)
+    down = prof.gemm(hw, tokens, hidden, width, precision)
+    return _combine([up, down], fallback)
+
+
+def lm_head(prof: ProfileSet, hw, rows, hidden: int, vocab: int, tp, fallback=None) -> Estimate:
+    """The LM head (bf16) on the rows that need logits, vocabulary split over TP."""
+    tp = np.asarray(tp, dtype=float)
+    est = prof.gemm(hw, rows, np.ceil(vocab / tp), hidden, "bf16")
+    return _combine([est], fallback)
+
+
+def prefill_attention(prof: ProfileSet, hw, pre_tokens, pre_prompt, heads: int, kv_heads: int,
+                      head_dim: int, tp, kv_precision, window: int | None = None,
+                      fallback=None) -> Estimate:
+    """Causal attention core of the prefill work of one iteration on one device.
+
+    The table measures `batch` whole prompts of `isl` tokens. `pre_tokens` tokens of prompts of
+    `pre_prompt` tokens are pre_tokens / pre_prompt prompts; when that is below one (chunked
+    prefill), the iteration does that share of one whole prompt's attention (the causal pairs
+    of all chunks add up to the whole prompt's). A local window w < prompt scales the time by
+    the windowed share of the causal pairs."""
+    tp = np.asarray(tp, dtype=float)
+    tokens = np.asarray(pre_tokens, dtype=float)
+    prompt = np.maximum(np.asarray(pre_prompt, dtype=float), 1.0)
+    prompts = tokens / prompt
+    batch = np.maximum(prompts, 1.0)
+    share = np.where(prompts < 1.0, prompts, 1.0)
+    est = prof.attention_context(hw, batch, prompt, np.ceil(heads / tp), np.ceil(kv_heads / tp),
+                                 head_dim, kv_precision)
+    seconds = est.seconds * share
+    if window is not None:
+        w = float(window)
+        full = prompt * (prompt + 1.0) / 2.0
+        bounded = np.where(prompt <= w, full, w * (w + 1.0) / 2.0 + (prompt - w) * w)
+        seconds = seconds * bounded / full
+        source = np.where((prompt > w) & (est.source < EXTRAPOLATED), EXTRAPOLATED, est.source)
+    else:
+        source = est.source
+    seconds = np.where(tokens > 0, seconds, 0.0)
+    source = np.where(tokens > 0, source, MEASURED).astype(np.int8)
+    return _combine([Estimate(seconds, source)], fallback)
+
+
+def decode_attention(prof: ProfileSet, hw, seqs, context, heads: int, kv_heads: int,
+                     head_dim: int, tp, kv_precision, window: int | None = None,
+                     fallback=None) -> Estimate:
+    """One decode step's attention core: `seqs` sequences over `context` cached tokens (the
+    window bounds the context on local layers)."""
+    tp = np.asarray(tp, dtype=float)
+    seqs = np.asarray(seqs, dtype=float)
+    ctx = np.maximum(np.asarray(context, dtype=float), 1.0)
+    if window is not None:
+        ctx = np.minimum(ctx, float(window))
+    est = prof.attention_generation(hw, np.maximum(seqs, 1.0), ctx, np.ceil(heads / tp),
+                                    np.ceil(kv_heads / tp), head_dim, kv_precision)
+    # fewer than one sequence per rank on average (attention DP): that share of one's time
+    seconds = np.where(seqs > 0, est.seconds * np.minimum(seqs, 1.0), 0.0)
+    source = np.where(seqs > 0, est.source, MEASURED).astype(np.int8)
+    return _combine([Estimate(seconds, source)], fallback)
+
+
+def tp_allreduce(prof: ProfileSet, hw, tokens, hidden: int, tp, domain, fallback=None) -> Estimate:
+    """The engine's all-reduce of the layer output (tokens x hidden, bf16) among `tp` devices
+    of one scale-up domain; wider groups (hierarchical, across nodes) keep the fallback."""
+    tp = np.asarray(tp, dtype=float)
+    size = np.asarray(tokens, dtype=float) * hidden * ACT_BYTES
+    inside = tp <= np.asarray(domain, dtype=float)
+    gpus = np.where(inside & (tp > 1), tp, 2.0).astype(int)  # others are masked below
+    est = prof.allreduce(hw, np.maximum(size, 1.0), gpus)
+    seconds = np.where(tp > 1, est.seconds, 0.0)
+    source = np.where(tp > 1, np.where(inside, est.source, ROOFLINE), MEASURED).astype(np.int8)
+    return _combine([Estimate(seconds, source)], fallback)

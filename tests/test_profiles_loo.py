@@ -1,0 +1,32 @@
+"""Leave-one-out on the shipped (converted) GEMM and attention tables: every interior measured
+point is dropped and predicted from its measured neighbours; the median absolute error must be
+at most 5%."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.profiles.format import available, shipped_root
+from solver.profiles.loo import leave_one_out
+from solver.profiles.operators import OperatorProfiles
+
+FAMILIES = ("gemm", "attention_context", "attention_generation")
+CASES = sorted({(hw, fw) for hw, fw, fam in available(shipped_root()) if fam in FAMILIES})
+
+
+def test_the_required_tables_are_shipped():
+    assert ("h100-sxm", "vllm") in CASES and ("h200-sxm", "vllm") in CASES
+
+
+@pytest.mark.parametrize("hardware,framework", CASES)
+@pytest.mark.parametrize("family", FAMILIES)
+def test_leave_one_out_median_error_at_most_5_percent(hardware, framework, family, capsys):
+    prof = OperatorProfiles.load(hardware, framework)
+    res = leave_one_out(prof.tables[family])
+    s = res.stats()
+    with capsys.disabled():
+        per_axis = ", ".join(f"{a} {res.stats(a)['median']:.1%}" for a in res.errors)
+        print(f"\nLOO {hardware}/{framework}/{family}: {s['points']} points, median "
+              f"{s['median']:.2%}, mean {s['mean']:.2%}, p90 {s['p90']:.2%} ({per_axis})")
+    assert s["points"] > 1000
+    assert s["median"] <= 0.05
