@@ -21,7 +21,7 @@ import yaml
 
 from solver import catalog
 from solver.perf.arch import ModelArch
-from solver.perf.calibration import FIT_BOUNDS, fit_engine
+from solver.perf.calibration import FIT_BOUNDS, fit_engine, load_calibration
 from solver.perf.engine import EngineParams
 from solver.validate import parse_measured, predict_rows
 
@@ -73,7 +73,13 @@ def main() -> None:
 
         start = EngineParams()
         before = _errors(fit_rows, *predict_rows(str(a.data), fit_rows, lambda _e: start))
-        params, value = fit_engine(loss, start, max_evals=a.max_evals)
+        # two starts: the defaults and the shipped calibration (if any); keep the better fit
+        starts = [start]
+        shipped = load_calibration(engine)
+        if shipped is not None:
+            starts.append(shipped.params)
+        fits = [fit_engine(loss, s0, max_evals=a.max_evals) for s0 in starts]
+        params, value = min(fits, key=lambda pv: pv[1])
         after = _errors(fit_rows, *predict_rows(str(a.data), fit_rows, lambda _e: params))
         held_err = {}
         for system, rs in sorted(held.items()):
@@ -85,7 +91,6 @@ def main() -> None:
             # the engine's behaviour is outside what the model's parameters can express: keep
             # the uncalibrated defaults rather than ship a fit that is worse on some metric
             print(f"{engine}: fit does not improve ({before} -> {after}); not written")
-            (out_dir / f"{engine}.yaml").unlink(missing_ok=True)
             continue
         fitted = {name: round(getattr(params, name), 4) for name, _, _ in FIT_BOUNDS}
         doc = {

@@ -59,7 +59,7 @@ def engine_params(engine: str | None) -> EngineParams:
 
 # (field, lower, upper): the engine parameters a calibration fits, with physical bounds
 FIT_BOUNDS: tuple[tuple[str, float, float], ...] = (
-    ("gemm_efficiency_factor", 0.3, 1.3),
+    ("gemm_efficiency_factor", 0.3, 1.0),  # MAMF (the card) is a ceiling
     ("memory_efficiency_factor", 0.4, 1.25),
     ("step_overhead_ms", 0.0, 20.0),
     ("request_overhead_ms", 0.0, 500.0),

@@ -1,1 +1,35 @@
-"""Measured operator profiles: file format, importer, vectorised interpolation."""
+"""Measured operator profiles: file format, importer, vectorised interpolation.
+
+    from solver.profiles import OperatorProfiles
+    prof = OperatorProfiles.load("h100-sxm", "vllm")
+    est = prof.gemm(m=tokens, n=8192, k=8192, precision="fp8")  # est.seconds, est.source
+
+Modules: `format` (files and provenance), `interp` (grids, interpolation, source codes),
+`roofline` (plain bounds used for extrapolation), `operators` (per-hardware query API),
+`hooks` (terms for the stage model), `aic` (aiconfigurator-core importer), `shapes` (what the
+model cards need), `loo` (leave-one-out accuracy), `cli` (the `profiles` command).
+"""
+
+from solver.profiles.interp import (
+    EXTRAPOLATED,
+    INTERPOLATED,
+    MEASURED,
+    ROOFLINE,
+    SOURCE_NAMES,
+    Estimate,
+    SourceTally,
+)
+from solver.profiles.operators import OperatorProfiles, ProfileSet
+
+
+def cli_import(args) -> int:
+    """`fleetplan profiles import-aic ...` (argparse namespace from `cli.add_parser`)."""
+    from solver.profiles.cli import cli_import as _run
+
+    return _run(args)
+
+
+__all__ = [
+    "EXTRAPOLATED", "INTERPOLATED", "MEASURED", "ROOFLINE", "SOURCE_NAMES", "Estimate",
+    "SourceTally", "OperatorProfiles", "ProfileSet", "cli_import",
+]

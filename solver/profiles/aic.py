@@ -36,7 +36,6 @@ from typing import Iterable, Sequence
 
 from solver.errors import InputError
 from solver.profiles.format import (
-    FAMILIES,
     Provenance,
     Source,
     csv_text,
@@ -105,7 +104,7 @@ def package_version(systems: Path) -> str | None:
             if line.startswith("Version:"):
                 return line.split(":", 1)[1].strip()
     try:
-        from importlib.metadata import PackageNotFoundError, version
+        from importlib.metadata import version
 
         return version("aiconfigurator-core")
     except Exception:  # noqa: BLE001 - not installed as a distribution
@@ -611,12 +610,13 @@ def import_aic(
 ) -> list[Path]:
     """Convert and write `<out_dir>/<hardware>/<framework>/<family>.csv` + `.meta.json`.
 
-    out_dir defaults to the shipped `hardware/profiles/`. Returns the CSV paths written."""
-    from solver.profiles.format import shipped_root
+    out_dir defaults to FLEETPLAN_PROFILES when set, else the shipped `hardware/profiles/`.
+    Returns the CSV paths written."""
+    from solver.profiles.format import default_root
 
     tables = convert_aic(system, framework, version, source, models, all_shapes)
     hw = hardware or hardware_name(system)
-    folder = Path(out_dir if out_dir is not None else shipped_root()) / hw / framework
+    folder = Path(out_dir if out_dir is not None else default_root()) / hw / framework
     written = []
     for t in tables:
         prov = t.provenance if hw == t.provenance.hardware else t.provenance.model_copy(update={"hardware": hw})

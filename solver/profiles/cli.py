@@ -30,8 +30,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     imp.add_argument("--version", help="framework version (default: aiconfigurator's current)")
     imp.add_argument("--source", help="aiconfigurator-core systems/ folder (default: the "
                      "installed package)")
-    imp.add_argument("--out", help="profiles root to write into (default: the shipped "
-                     "hardware/profiles)")
+    imp.add_argument("--out", help="profiles root to write into (default: FLEETPLAN_PROFILES, "
+                     "else the shipped hardware/profiles)")
     imp.add_argument("--hardware", help="fleetplan hardware name (default: from --system)")
     imp.add_argument("--models", help="comma-separated model cards whose shapes to keep "
                      "(default: every shipped card)")

@@ -277,14 +277,8 @@ class GroupedTable:
         neighbour: Neighbour | None = None,
     ) -> GroupedTable:
         n = len(seconds)
-        key_cols = [np.asarray(columns[k]) for k in keys]
-        tuples = [tuple(_py(c[i]) for c in key_cols) for i in range(n)] if keys else [()] * n
-        by_key: dict[GroupKey, list[int]] = {}
-        for i, t in enumerate(tuples):
-            by_key.setdefault(t, []).append(i)
         groups = {}
-        for key, rows in by_key.items():
-            r = np.asarray(rows)
+        for key, r in split_by_keys([np.asarray(columns[k]) for k in keys], n):
             groups[key] = Grid.build(
                 [np.asarray(columns[a], dtype=float)[r] for a in axes],
                 np.asarray(seconds, dtype=float)[r],
@@ -303,7 +297,7 @@ class GroupedTable:
         Keys with no table and no stand-in answer `fallback` (the caller's own estimate; the
         plain roofline when None) with source ROOFLINE."""
         arrays = [np.asarray(x, dtype=float) for x in xs]
-        kv = [np.asarray(key_values[k], dtype=object) for k in self.keys]
+        kv = [np.asarray(key_values[k]) for k in self.keys]
         shape = np.broadcast_shapes(*(a.shape for a in arrays + kv)) if (arrays or kv) else ()
         arrays = [np.broadcast_to(a, shape).ravel() for a in arrays]
         kv = [np.broadcast_to(k, shape).ravel() for k in kv]
@@ -311,14 +305,7 @@ class GroupedTable:
         seconds = np.zeros(n)
         source = np.full(n, ROOFLINE, dtype=np.int8)
         fb = None if fallback is None else np.broadcast_to(np.asarray(fallback, dtype=float), shape).ravel()
-        if kv:
-            tuples = list(zip(*[[_py(v) for v in col] for col in kv]))
-            distinct: dict[GroupKey, list[int]] = {}
-            for i, t in enumerate(tuples):
-                distinct.setdefault(t, []).append(i)
-            parts = [(key, np.asarray(rows)) for key, rows in distinct.items()]
-        else:
-            parts = [((), np.arange(n))]
+        parts = split_by_keys(kv, n)
         for key, rows in parts:
             sub = [a[rows] for a in arrays]
             grid = self.groups.get(key)
@@ -337,6 +324,50 @@ class GroupedTable:
             seconds[rows] = fb[rows] if fb is not None else np.asarray(self.roofline(key, sub), dtype=float)
             source[rows] = ROOFLINE
         return Estimate(seconds.reshape(shape), source.reshape(shape))
+
+
+def _key_codes(col: np.ndarray) -> tuple[list, np.ndarray]:
+    """Distinct values (plain Python scalars) of one key column and each row's index into them."""
+    a = col
+    if a.dtype.kind == "O":
+        try:
+            a = a.astype(float)
+        except (TypeError, ValueError):
+            a = a.astype(str)
+    if a.size == 0:
+        return [], np.zeros(0, dtype=np.int64)
+    if a.dtype.kind in "iuf":
+        constant = a.min() == a.max()
+    else:
+        constant = bool((a == a[0]).all())
+    if constant:  # the common case (one model, one precision): no sort
+        return [_py(a[0])], np.zeros(a.size, dtype=np.int64)
+    uniq, inv = np.unique(a, return_inverse=True)
+    return [_py(u) for u in uniq], inv.ravel()
+
+
+def split_by_keys(columns: Sequence[np.ndarray], n: int) -> list[tuple[GroupKey, np.ndarray]]:
+    """Rows grouped by their key tuple, vectorised (a Python loop over distinct keys only)."""
+    if not columns:
+        return [((), np.arange(n))]
+    code = np.zeros(n, dtype=np.int64)
+    values = []
+    for col in columns:
+        uniq, inv = _key_codes(np.asarray(col).ravel())
+        code = code * len(uniq) + inv
+        values.append(uniq)
+    order = np.argsort(code, kind="stable")
+    distinct, starts = np.unique(code[order], return_index=True)
+    bounds = list(starts[1:]) + [n]
+    out = []
+    for c, lo, hi in zip(distinct, starts, bounds):
+        key = []
+        rest = int(c)
+        for uniq in reversed(values):
+            rest, j = divmod(rest, len(uniq))
+            key.append(uniq[j])
+        out.append((tuple(reversed(key)), order[lo:hi]))
+    return out
 
 
 def _py(v: object) -> object:

@@ -23,7 +23,7 @@ import numpy as np
 from solver.errors import InputError
 from solver.profiles import roofline as rl
 from solver.profiles.format import FAMILIES, Provenance, csv_path_of, load_table, profile_folder
-from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable
+from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, split_by_keys
 from solver.schema.cards import PRECISIONS, HardwareCard
 
 DEFAULT_FRAMEWORK = "vllm"
@@ -77,9 +77,8 @@ def _dtype_names(precision) -> np.ndarray:
     """Precision names or fleetplan precision codes (0 bf16, 1 fp8, 2 fp4) -> names."""
     p = np.asarray(precision)
     if p.dtype.kind in "iu" or (p.dtype.kind == "f" and p.size and np.all(p == np.round(p))):
-        names = np.asarray(PRECISIONS, dtype=object)
-        return names[p.astype(int)]
-    return p.astype(object)
+        return np.asarray(PRECISIONS)[p.astype(int)]
+    return p.astype(str)
 
 
 @dataclass
@@ -142,12 +141,13 @@ class OperatorProfiles:
 
     def _plain_roofline(self, family, keys, arrays, shape) -> np.ndarray:
         spec = FAMILIES[family]
-        kv = [np.broadcast_to(np.asarray(keys[k], dtype=object), shape).ravel() for k in spec.keys]
+        kv = [np.broadcast_to(np.asarray(keys[k]), shape).ravel() for k in spec.keys]
         xs = [np.broadcast_to(a, shape).ravel() for a in arrays]
-        out = np.zeros(int(np.prod(shape)) if shape else 1)
+        n = int(np.prod(shape)) if shape else 1
+        out = np.zeros(n)
         fn = rl.FAMILY_ROOFLINES[family]
-        for i in range(out.size):  # only without tables and fallback (tests, diagnostics)
-            out[i] = float(fn(self.peaks, tuple(c[i] for c in kv), [x[i:i + 1] for x in xs])[0])
+        for key, rows in split_by_keys(kv, n):
+            out[rows] = fn(self.peaks, key, [x[rows] for x in xs])
         return out.reshape(shape)
 
     # ---- operators -----------------------------------------------------------------------
