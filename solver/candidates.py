@@ -23,6 +23,7 @@ import numpy as np
 
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.calibration import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
 from solver.problem import ResolvedProblem
@@ -244,7 +245,9 @@ def _miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok) -> l
 
 
 def build_candidates(rp: ResolvedProblem) -> CandidateSet:
-    hw = HardwareTable.from_cards(rp.hardware, rp.prices, rp.engine)
+    hw = HardwareTable.from_cards(
+        rp.hardware, rp.prices, rp.engine, measured_tables(rp.hardware, rp.problem.software.engine)
+    )
     power = np.array(rp.power_w)
     stats = PruneStats()
     parts: list[CandidateTable] = []

@@ -9,6 +9,7 @@ from typing import Sequence
 
 from solver import __version__, catalog
 from solver.errors import FleetplanError, InputError
+from solver.profiles import cli as profiles_cli
 from solver.schema.cards import PRECISIONS
 
 
@@ -92,11 +93,12 @@ def _build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("catalog", help="list the shipped cards")
     c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
     c.add_argument("--format", choices=["table", "json"], default="table")
+
+    profiles_cli.add_parser(sub)
     return p
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from solver.perf.calibration import engine_params
     from solver.perf.estimate import estimate
     from solver.report.text import estimate_text
 
@@ -104,7 +106,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         catalog.model_card(a.model), catalog.hardware_card(a.hardware),
         tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
-        precision=a.precision, kv_precision=a.kv_precision, engine=engine_params(a.engine),
+        precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0
@@ -182,6 +184,7 @@ COMMANDS = {
     "estimate": _cmd_estimate,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,
+    "profiles": profiles_cli.run,
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections import Counter
 from pathlib import Path
@@ -12,12 +13,16 @@ from solver import __version__
 from solver.candidates import COLOCATED, DECODE, PREFILL, ROLES, CandidateSet, build_candidates
 from solver.fleet.instance import build_instance
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
+from solver.perf.calibration import DEFAULT_ENGINE, load_calibration, measured_tables
 from solver.problem import ResolvedProblem, load_problem
 from solver.schema.result import (
+    Assumptions,
+    CalibrationUse,
     Objective,
     PlanResult,
     Pool,
     Predicted,
+    ProfileUse,
     PruneCounts,
     ServiceResult,
     SloBounds,
@@ -112,7 +117,7 @@ def _solver_info(cs: CandidateSet, sol: FleetSolution | None, opts: SolveOptions
 def _no_runtime_left(rp: ResolvedProblem, cs: CandidateSet) -> list[str]:
     """Services whose every allowed runtime lost all candidates in pruning: the closest misses."""
     reasons: list[str] = []
-    for si, svc in enumerate(rp.problem.services):
+    for si in range(len(rp.problem.services)):
         roles = cs.roles[si]
         col_ok = COLOCATED in roles and (si, COLOCATED) not in cs.misses
         dis_ok = PREFILL in roles and (si, PREFILL) not in cs.misses and (si, DECODE) not in cs.misses
@@ -128,6 +133,42 @@ def _infeasible(rp, cs, opts, wall, reasons, sol=None) -> PlanResult:
         problem=rp.name, status="infeasible", objective=None, cost_per_hour=0.0, total_devices=0,
         devices_by_type={}, services=[], infeasible_because=reasons,
         solver=_solver_info(cs, sol, opts, wall, len(cs.table)), power_kw=0.0,
+        assumptions=assumptions(rp),
+    )
+
+
+REMEASURE_AFTER_DAYS = 180  # profiles older than this are flagged for re-measurement
+
+
+def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumptions:
+    """Which engine, calibration and measured tables the predictions rest on, and which of the
+    tables are stale or were measured on another engine version than the one declared."""
+    engine = rp.problem.software.engine or DEFAULT_ENGINE
+    declared = rp.problem.software.version
+    today = today or dt.date.today()
+    cal = load_calibration(engine)
+    uses: list[ProfileUse] = []
+    missing: list[str] = []
+    for card, tables in zip(rp.hardware, measured_tables(rp.hardware, engine).members):
+        if not tables.provenance:
+            missing.append(card.name)
+        for family, prov in sorted(tables.provenance.items()):
+            age = (today - dt.date.fromisoformat(prov.collected_on)).days if prov.collected_on else None
+            uses.append(ProfileUse(
+                hardware=card.name, family=family, framework=prov.framework,
+                framework_version=prov.framework_version, collected_on=prov.collected_on,
+                age_days=age, content_sha256=prov.content_sha256,
+                source=prov.source.name if prov.source else "local measurement",
+                stale=age is None or age > REMEASURE_AFTER_DAYS,
+                stack_differs=declared is not None and declared != prov.framework_version,
+            ))
+    return Assumptions(
+        engine=engine, engine_version=declared,
+        calibration=None if cal is None else CalibrationUse(
+            engine=cal.engine, fitted_on=cal.fitted_on, fitted_at=cal.fitted_at,
+            source_sha256=cal.source_sha256, ttft_median_abs_pct=cal.fit_error.ttft_median_abs_pct,
+            tpot_median_abs_pct=cal.fit_error.tpot_median_abs_pct),
+        profiles=uses, hardware_without_profiles=missing, remeasure_after_days=REMEASURE_AFTER_DAYS,
     )
 
 
@@ -166,6 +207,7 @@ def plan(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool
         solver=_solver_info(cs, sol, opts, wall, len(cs.table)),
         power_kw=round(sum(p.power_kw for s in services for p in s.pools), 6),
         throughput_scale=sol.scale,
+        assumptions=assumptions(rp),
     )
     verify(rp, doc)
     return doc

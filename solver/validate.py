@@ -23,7 +23,7 @@ from solver import catalog
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
-from solver.perf.calibration import engine_params
+from solver.perf.calibration import engine_params, measured_tables
 from solver.perf.engine import EngineParams
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
@@ -106,7 +106,10 @@ def _stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
 
 
 def predict_rows(
-    path: str, rows: list[Row], params_for: Callable[[str | None], EngineParams] = engine_params
+    path: str,
+    rows: list[Row],
+    params_for: Callable[[str | None], EngineParams] = engine_params,
+    tables: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Predicted (ttft_ms, tpot_ms) per row; `params_for(engine)` gives each engine's parameters
     (the shipped calibrations by default; a calibration fit passes candidates)."""
@@ -114,9 +117,8 @@ def predict_rows(
     tpot = np.full(len(rows), np.nan)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for k, r in enumerate(rows):
-        groups[(r.model, r.hardware, r.precision, r.engine, r.ints["input_tokens"],
-                r.ints["output_tokens"])].append(k)
-    for (model, hw_name, prec, engine, s, o), idx in groups.items():
+        groups[(r.model, r.hardware, r.precision, r.engine)].append(k)
+    for (model, hw_name, prec, engine), idx in groups.items():
         first = rows[idx[0]]
         try:
             arch = ModelArch.from_card(catalog.model_card(model))
@@ -127,7 +129,8 @@ def predict_rows(
         except InputError as exc:
             raise InputError(f"{path}:{first.line}: hardware: {exc}") from None
         params = params_for(engine)
-        hw = HardwareTable.from_cards([card], engine=params)
+        profiles = measured_tables([card], engine) if tables else None
+        hw = HardwareTable.from_cards([card], engine=params, profiles=profiles)
         sel = [rows[k] for k in idx]
         col = lambda c: np.array([r.ints[c] for r in sel])  # noqa: E731
         plans = Plans.of(hw=0, tp=col("tp"), pp=col("pp"), ep=col("ep"), dp=col("dp"),
@@ -138,7 +141,8 @@ def predict_rows(
             if rule != "batch_dp" and mask.any():
                 bad = sel[int(np.flatnonzero(mask)[0])]
                 raise InputError(f"{path}:{bad.line}: tp/pp/ep/dp: {RULES[rule]} ({model})")
-        cl = rt.closed_loop(arch, hw, plans, rt.Workload(float(s), float(o)), col("concurrency"), params)
+        wl = rt.Workload(col("input_tokens").astype(float), col("output_tokens").astype(float))  # type: ignore[arg-type]
+        cl = rt.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
         ttft[idx] = cl.ttft_ms
         tpot[idx] = cl.tpot_ms
     return ttft, tpot

@@ -90,7 +90,7 @@ def test_more_demand_never_lowers_min_cost():
 
 def test_more_supply_never_raises_min_cost():
     rp = shipped("llama3-70b-online.yaml")
-    steps = [{"h100-sxm": 16, "h200-sxm": 48}, {"h100-sxm": 32, "h200-sxm": 48},
+    steps = [{"h100-sxm": 24, "h200-sxm": 64}, {"h100-sxm": 48, "h200-sxm": 64},
              {"h100-sxm": 64, "h200-sxm": None}, {"h100-sxm": None, "h200-sxm": None}]
     costs = []
     for sup in steps:

@@ -9,7 +9,6 @@ plan in-process with every service's runtime forced, and compare with the paper'
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from functools import lru_cache

@@ -15,7 +15,7 @@ import pytest
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
-from solver.perf.calibration import engine_params
+from solver.perf.calibration import engine_params, measured_tables
 from solver.perf.tables import HardwareTable, Plans
 from solver import catalog
 from solver.validate import validate_text
@@ -37,7 +37,8 @@ def test_predictions_equal_the_closed_loop_model():
     r = rep.rows[0]
     arch = ModelArch.from_card(catalog.model_card("llama-3.1-70b"))
     params = engine_params("vllm")
-    hw = HardwareTable.from_cards([catalog.hardware_card("h100-sxm")], engine=params)
+    card = catalog.hardware_card("h100-sxm")
+    hw = HardwareTable.from_cards([card], engine=params, profiles=measured_tables([card], "vllm"))
     plans = Plans.of(hw=0, tp=4, pp=1, ep=1, dp=1, batch=16, wprec=1, kvprec=1)
     cl = rt.closed_loop(arch, hw, plans, rt.Workload(1024.0, 1024.0), 16, params)
     assert r.predicted_ttft_ms == pytest.approx(cl.ttft_ms[0], abs=1e-4)

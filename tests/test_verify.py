@@ -277,7 +277,11 @@ def test_ratio_bound_violated(online):
              doc, "prefill:decode ratio", "above")
     rejected(with_constraints(rp, prefill_decode_ratio=ratio.model_copy(update={"min": r * 1.1})),
              doc, "prefill:decode ratio", "below")
-    inside = ratio.model_copy(update={"min": r, "max": r})
+    # the document shows the ratio rounded to 4 decimals; the bound must hold for the exact one
+    pools = doc.services[0].pools
+    exact = sum(p.devices for p in pools if p.role == "prefill") / sum(p.devices for p in pools if p.role == "decode")
+    assert exact == pytest.approx(r, abs=5e-5)
+    inside = ratio.model_copy(update={"min": exact, "max": exact})
     assert violations(with_constraints(rp, prefill_decode_ratio=inside), doc) == []
 
 

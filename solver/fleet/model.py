@@ -139,7 +139,7 @@ class FleetModel:
             self._add("throughput", self.scale >= 1)
 
     def _supply(self) -> None:
-        inst, m = self.inst, self.m
+        inst = self.inst
         for h, name in enumerate(inst.hw_names):
             supply = inst.supply[h]
             rows = np.flatnonzero(inst.hw == h)
@@ -167,7 +167,7 @@ class FleetModel:
 
     def _ratio(self) -> None:
         """Prefill devices / decode devices within [lo, hi], per disaggregated service."""
-        inst, m = self.inst, self.m
+        inst = self.inst
         den = ints.RATIO_DEN
         for s, spec in enumerate(inst.services):
             pre, dec = inst.rows(s, PREFILL), inst.rows(s, DECODE)
@@ -185,7 +185,7 @@ class FleetModel:
                     self._add(key, p_dev * den <= spec.ratio_hi * d_dev)
 
     def _distinct_configs(self) -> None:
-        inst, m = self.inst, self.m
+        inst = self.inst
         for s, spec in enumerate(inst.services):
             if spec.max_configs is None:
                 continue

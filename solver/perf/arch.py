@@ -41,6 +41,7 @@ class ModelArch:
     moe_layers: int
     dense_layers: int
     norm_params_per_layer: int
+    gated_mlp: bool
     embed_params: int  # input embedding
     lm_head_params: int  # 0 when tied
     # attention geometry used by the cost model
@@ -127,6 +128,7 @@ class ModelArch:
             moe_layers=moe_layers,
             dense_layers=card.num_layers - moe_layers,
             norm_params_per_layer=2 * h,
+            gated_mlp=card.gated_mlp,
             embed_params=card.vocab_size * h,
             lm_head_params=0 if card.tie_word_embeddings else card.vocab_size * h,
             qk_dim=qk_dim,

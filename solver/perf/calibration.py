@@ -15,6 +15,8 @@ from pydantic import Field
 
 from solver import catalog
 from solver.perf.engine import EngineParams
+from solver.profiles import OperatorProfiles, ProfileSet
+from solver.schema.cards import HardwareCard
 from solver.schema.base import Strict
 from solver.schema.yamlio import load_yaml, validate_doc
 
@@ -47,12 +49,26 @@ def load_calibration(engine: str) -> Calibration | None:
     return validate_doc(Calibration, load_yaml(path))
 
 
+DEFAULT_ENGINE = "vllm"  # the engine assumed when a problem or a measured row names none
+
+
 def engine_params(engine: str | None) -> EngineParams:
-    """The calibrated parameters of an engine, or the uncalibrated defaults."""
-    if engine is None:
-        return EngineParams()
-    cal = load_calibration(engine)
+    """The calibrated parameters of an engine (default: vLLM), or the uncalibrated defaults
+    when no calibration file exists."""
+    cal = load_calibration(engine or DEFAULT_ENGINE)
     return cal.params if cal is not None else EngineParams()
+
+
+def measured_tables(cards, engine: str | None) -> ProfileSet:
+    """The engine's measured operator tables for each card (hardware without tables, or an
+    engine without them, falls back to the roofline operator by operator)."""
+    return ProfileSet(tuple(_tables(c, engine or DEFAULT_ENGINE) for c in cards))
+
+
+@lru_cache(maxsize=64)
+def _tables(card: HardwareCard, engine: str) -> OperatorProfiles:
+    """Loaded once per process: reading and hash-checking the tables costs ~0.1 s."""
+    return OperatorProfiles.load(card, engine)
 
 
 # ---- fitting ---------------------------------------------------------------------------------
@@ -68,37 +84,50 @@ FIT_BOUNDS: tuple[tuple[str, float, float], ...] = (
 )
 
 
-def _to_params(x, base: EngineParams) -> EngineParams:
+EFFICIENCY_FIELDS = ("gemm_efficiency_factor", "memory_efficiency_factor")
+
+
+def _bounds(fields: tuple[str, ...] | None):
+    return [b for b in FIT_BOUNDS if fields is None or b[0] in fields]
+
+
+def _to_params(x, base: EngineParams, fields: tuple[str, ...] | None = None) -> EngineParams:
     import numpy as np
 
     vals = {}
-    for (name, lo, hi), xi in zip(FIT_BOUNDS, x):
+    for (name, lo, hi), xi in zip(_bounds(fields), x):
         vals[name] = float(lo + (hi - lo) / (1.0 + np.exp(-xi)))  # logistic: any x maps inside
     return base.model_copy(update=vals)
 
 
-def _from_params(p: EngineParams):
+def _from_params(p: EngineParams, fields: tuple[str, ...] | None = None):
     import numpy as np
 
     out = []
-    for name, lo, hi in FIT_BOUNDS:
+    for name, lo, hi in _bounds(fields):
         u = (getattr(p, name) - lo) / (hi - lo)
         u = min(max(u, 1e-4), 1 - 1e-4)
         out.append(float(np.log(u / (1 - u))))
     return np.array(out)
 
 
-def fit_engine(loss, start: EngineParams, max_evals: int = 400, seed: int = 0) -> tuple[EngineParams, float]:
-    """Minimise loss(EngineParams) with Nelder-Mead over the bounded parameters of FIT_BOUNDS.
+def fit_engine(
+    loss, start: EngineParams, max_evals: int = 400, fields: tuple[str, ...] | None = None
+) -> tuple[EngineParams, float]:
+    """Minimise loss(EngineParams) with Nelder-Mead over the bounded parameters of FIT_BOUNDS
+    (only `fields` of them when given; the others stay as in `start`).
 
     Deterministic (fixed initial simplex); numpy only. Returns the best parameters and loss.
     """
     import numpy as np
 
-    x0 = _from_params(start)
+    def to(x):
+        return _to_params(x, start, fields)
+
+    x0 = _from_params(start, fields)
     n = len(x0)
     simplex = [x0] + [x0 + np.eye(n)[i] * 0.8 for i in range(n)]
-    f = [loss(_to_params(x, start)) for x in simplex]
+    f = [loss(to(x)) for x in simplex]
     evals = n + 1
     while evals < max_evals:
         order = np.argsort(f)
@@ -108,25 +137,25 @@ def fit_engine(loss, start: EngineParams, max_evals: int = 400, seed: int = 0) -
             break
         centroid = np.mean(simplex[:-1], axis=0)
         xr = centroid + (centroid - simplex[-1])
-        fr = loss(_to_params(xr, start))
+        fr = loss(to(xr))
         evals += 1
         if fr < f[0]:
             xe = centroid + 2.0 * (centroid - simplex[-1])
-            fe = loss(_to_params(xe, start))
+            fe = loss(to(xe))
             evals += 1
             simplex[-1], f[-1] = (xe, fe) if fe < fr else (xr, fr)
         elif fr < f[-2]:
             simplex[-1], f[-1] = xr, fr
         else:
             xc = centroid + 0.5 * (simplex[-1] - centroid)
-            fc = loss(_to_params(xc, start))
+            fc = loss(to(xc))
             evals += 1
             if fc < f[-1]:
                 simplex[-1], f[-1] = xc, fc
             else:  # shrink towards the best point
                 for i in range(1, n + 1):
                     simplex[i] = simplex[0] + 0.5 * (simplex[i] - simplex[0])
-                    f[i] = loss(_to_params(simplex[i], start))
+                    f[i] = loss(to(simplex[i]))
                     evals += 1
     best = int(np.argmin(f))
-    return _to_params(simplex[best], start), float(f[best])
+    return to(simplex[best]), float(f[best])

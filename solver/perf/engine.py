@@ -66,6 +66,12 @@ class EngineParams(Strict):
         description="kernels per transformer layer, each paying the card's kernel_overhead_us "
         "(norms x2, qkv, attention, o, gate/up, act, down, 2 collectives)",
     )
+    unmeasured_kernels_per_layer: float = Field(
+        4.0,
+        ge=0,
+        description="with measured operator tables: kernels per layer that are not measured "
+        "(two norms, activation, residual adds) and still pay the kernel overhead",
+    )
     mixed_batch_slowdown: float = Field(
         1.10,
         ge=1.0,

@@ -7,6 +7,7 @@ from typing import Literal
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.calibration import engine_params, measured_tables
 from solver.perf.engine import EngineParams
 from solver.perf.memory import Memory, memory
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
@@ -41,6 +42,13 @@ def _time_doc(st: StageTime) -> TimeBreakdown:
     )
 
 
+def _sources(*parts: tuple[StageTime, float]) -> dict[str, float]:
+    """Time-weighted operator-source shares of one or more iterations."""
+    total = sum(w for _, w in parts) or 1.0
+    names = parts[0][0].sources.keys()
+    return {n: round(sum(float(st.sources[n][0]) * w for st, w in parts) / total, 4) for n in names}
+
+
 def estimate(
     model: ModelCard,
     hardware: HardwareCard,
@@ -57,8 +65,9 @@ def estimate(
     precision: Precision = "bf16",
     kv_precision: Precision | None = None,
     engine: EngineParams | None = None,
+    engine_name: str | None = None,
 ) -> EstimateResult:
-    engine = engine or EngineParams()
+    engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
     if batch is not None and concurrency is not None:
         raise InputError("give --batch or --concurrency, not both")
@@ -73,7 +82,7 @@ def estimate(
         if v is not None and v < 1:
             raise InputError(f"--{name} must be at least 1 (got {v})")
     arch = ModelArch.from_card(model)
-    hw = HardwareTable.from_cards([hardware], engine=engine)
+    hw = HardwareTable.from_cards([hardware], engine=engine, profiles=measured_tables([hardware], engine_name))
     wcode, kcode = precision_code(precision), precision_code(kv_precision)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
                      wprec=wcode, kvprec=kcode)
@@ -102,6 +111,8 @@ def estimate(
     if concurrency is not None:
         cl = rt.closed_loop(arch, hw, plans, wl, concurrency, engine)
         mem = cl.memory
+        _, cl_st = rt.cycle(arch, hw, plans, Load.decode(float(concurrency), wl.decode_context), engine)
+        cl_pre = stage_time(arch, hw, plans, Load.prefill(1.0, input_tokens), engine)
         return EstimateResult(
             **common, stage="closed_loop", fits=bool(mem.fits[0]),
             memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
@@ -110,6 +121,8 @@ def estimate(
             ttft_ms=float(cl.ttft_ms[0]), tpot_ms=float(cl.tpot_ms[0]),
             throughput_qps=float(cl.throughput_qps[0]),
             tokens_per_s=float(cl.output_tokens_per_s[0]), breakdown=None,
+            operator_sources=_sources((cl_pre, float(cl_pre.stage_s[0])),
+                                      (cl_st, output_tokens * float(cl.tpot_ms[0]) / 1e3)),
             notes=notes + [f"closed loop: {concurrency} requests in flight; "
                            f"{float(cl.decode_batch[0]):.1f} decoding on average; "
                            f"token budget {engine.max_batched_tokens} per iteration"],
@@ -125,11 +138,13 @@ def estimate(
         qps = B / float(pre_st.stage_s[0] + step)
         tokens = qps * input_tokens
         ttft, tpot, st = prefill_ms, None, pre_st
+        sources = _sources((pre_st, 1.0))
     elif stage == "decode":
         mem = memory(arch, hw, plans, input_tokens + output_tokens, B, engine)
         qps = B / (output_tokens * float(dec_s[0]))
         tokens = B / float(dec_s[0])
         ttft, tpot, st = None, decode_ms, dec_st
+        sources = _sources((dec_st, 1.0))
     else:
         # static batch: prefill the batch, then decode it to the end (aiconfigurator run_static)
         mem = memory(arch, hw, plans, input_tokens + output_tokens, B * input_tokens, engine)
@@ -137,6 +152,7 @@ def estimate(
         qps = B / total
         tokens = qps * output_tokens
         ttft, tpot, st = prefill_ms, decode_ms, dec_st
+        sources = _sources((pre_st, float(prefill_s[0])), (dec_st, output_tokens * float(dec_s[0])))
         notes.append("no --stage: a static batch is prefilled, then decoded to the end; "
                      "tokens_per_s counts output tokens")
     if not bool(mem.fits[0]):
@@ -148,6 +164,6 @@ def estimate(
         prefill_ms=prefill_ms if stage != "decode" else None,
         decode_step_ms=decode_ms if stage != "prefill" else None,
         ttft_ms=ttft, tpot_ms=tpot, throughput_qps=qps, tokens_per_s=tokens,
-        breakdown=_time_doc(st), notes=notes,
+        breakdown=_time_doc(st), operator_sources=sources, notes=notes,
     )
 

@@ -154,7 +154,7 @@ def chunk_latency(
         dec_seqs=decode_only.dec_seqs,
         dec_ctx=decode_only.dec_ctx,
         pre_tokens=c / d,
-        pre_prompt=np.full_like(c, prompt_tokens),
+        pre_prompt=np.zeros_like(c) + prompt_tokens,
         pre_chunk=np.minimum(c, prompt_tokens),
         logits=dec + c / prompt_tokens / d,
     )
@@ -399,7 +399,7 @@ def closed_loop(
     wl: Workload,
     concurrency,
     engine: EngineParams,
-    iters: int = 48,
+    iters: int = 32,
 ) -> ClosedLoop:
     """Steady state of N requests always in flight on one colocated instance.
 
@@ -410,8 +410,8 @@ def closed_loop(
     keep up (B at saturation), the remaining requests queue and TTFT = (N - B) / lambda.
     """
     N = np.asarray(concurrency, dtype=float) + np.zeros(len(plans))
-    s, o = wl.input_tokens, wl.output_tokens
-    o1 = max(o - 1.0, 1.0)
+    s, o = wl.input_tokens, wl.output_tokens  # scalars, or arrays over the plans
+    o1 = np.maximum(np.asarray(o, dtype=float) - 1.0, 1.0)
     C = float(engine.max_batched_tokens)
     b_sat = C * o1 / (s + o1)
     hi = np.minimum(N, b_sat)

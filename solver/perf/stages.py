@@ -28,6 +28,7 @@ from solver.perf import ops
 from solver.perf.arch import ModelArch
 from solver.perf.engine import EngineParams
 from solver.perf.tables import ACT_BYTES, PRECISION_BYTES, HardwareTable, Plans
+from solver.profiles import ROOFLINE, SourceTally, hooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +90,7 @@ class StageTime:
     attention_s: np.ndarray
     comm_s: np.ndarray  # all-reduce / all-to-all inside the stage
     overhead_s: np.ndarray  # kernel fixed costs
+    sources: dict[str, np.ndarray]  # share of operator time: measured, interpolated, ...
 
 
 def _window_pairs(tokens, prompt, chunk, window):
@@ -131,6 +133,19 @@ def stage_time(
     proj_params = arch.attn_params_per_device(t)
     proj_act = tokens * (4.0 * h) * ACT_BYTES
     proj = ops.roofline(2.0 * tokens * proj_params, proj_params * b_w + proj_act, flops, mem_bw, 0.0)
+    prof = hw.profiles  # measured operator tables (None: roofline only)
+    gqa = prof is not None and not arch.mla_latent
+    tally = SourceTally(len(plans))
+    layers_per_stage = np.ceil(arch.layers / p)
+    if gqa:
+        est = hooks.attention_projections(prof, i, tokens, arch.hidden, arch.heads, arch.kv_heads,
+                                          arch.head_dim, t, plans.wprec, fallback=proj)
+        proj = est.seconds
+        tally.add(est, layers_per_stage)
+        measured_layer = est.source != ROOFLINE
+    else:
+        tally.add_roofline(proj, layers_per_stage)
+        measured_layer = np.zeros(len(plans), dtype=bool)
 
     # ---- attention core --------------------------------------------------------------------
     heads = arch.heads / t
@@ -143,7 +158,7 @@ def stage_time(
         dec_qk = dec_v = float(arch.head_dim)
     pre_qk, pre_v = float(arch.qk_dim), float(arch.v_dim)
 
-    def attention(window) -> np.ndarray:
+    def attention(window, weight) -> np.ndarray:
         c_eff = ctx if window is None else np.minimum(ctx, float(window))
         dec_t = ops.roofline(
             2.0 * dec * c_eff * heads * (dec_qk + dec_v),
@@ -164,19 +179,34 @@ def stage_time(
             mem_bw,
             0.0,
         )
+        if gqa:
+            kw = dict(heads=arch.heads, kv_heads=arch.kv_heads, head_dim=arch.head_dim, tp=t,
+                      kv_precision=plans.kvprec, window=window)
+            d_est = hooks.decode_attention(prof, i, dec, ctx, fallback=dec_t, **kw)
+            p_est = hooks.prefill_attention(prof, i, pre, load.pre_prompt, fallback=pre_t, **kw)
+            tally.add(d_est, weight)
+            tally.add(p_est, weight)
+            return d_est.seconds + p_est.seconds
+        tally.add_roofline(dec_t + pre_t, weight)
         return dec_t + pre_t
 
     n_local = arch.local_layers
     n_global = arch.layers - n_local
-    attn = attention(None) * (n_global / arch.layers)
+    attn = attention(None, layers_per_stage * n_global / arch.layers) * (n_global / arch.layers)
     if n_local:
-        attn = attn + attention(arch.local_window_tokens) * (n_local / arch.layers)
+        w_local = layers_per_stage * n_local / arch.layers
+        attn = attn + attention(arch.local_window_tokens, w_local) * (n_local / arch.layers)
 
     # ---- feed-forward ----------------------------------------------------------------------
     ffn = np.zeros_like(tokens)
     comm = np.zeros_like(tokens)
     ar_bytes = tokens * h * ACT_BYTES
     tp_ar = ops.all_reduce(ar_bytes, t, fab)
+    if prof is not None:
+        ar_est = hooks.tp_allreduce(prof, i, tokens, arch.hidden, t, hw.su_domain[i], fallback=tp_ar)
+        tp_ar = ar_est.seconds
+    dense_share = arch.dense_layers / arch.layers
+    moe_share = arch.moe_layers / arch.layers
     if arch.dense_layers:
         dense_params = arch.dense_mlp_params / t
         dense = ops.roofline(
@@ -186,8 +216,15 @@ def stage_time(
             mem_bw,
             0.0,
         )
-        ffn = ffn + dense * (arch.dense_layers / arch.layers)
-        comm = comm + tp_ar * (arch.dense_layers / arch.layers)
+        if gqa and arch.gated_mlp:
+            est = hooks.dense_mlp(prof, i, tokens, arch.hidden, arch.dense_mlp_params / (3 * arch.hidden),
+                                  t, plans.wprec, fallback=dense)
+            dense = est.seconds
+            tally.add(est, layers_per_stage * dense_share)
+        else:
+            tally.add_roofline(dense, layers_per_stage * dense_share)
+        ffn = ffn + dense * dense_share
+        comm = comm + tp_ar * dense_share
     if arch.moe_layers:
         group = t * d  # devices of one stage; experts are spread over all of them
         moe_tp = group / e
@@ -208,17 +245,26 @@ def stage_time(
             mem_bw,
             0.0,
         )
-        ffn = ffn + moe * (arch.moe_layers / arch.layers)
+        ffn = ffn + moe * moe_share
+        tally.add_roofline(moe, layers_per_stage * moe_share)
         # d == 1: tokens are replicated on the TP group; experts' partial outputs are summed by
         # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all.
         a2a = 2.0 * ops.all_to_all(tokens * arch.top_k * h * ACT_BYTES, group, fab)
         moe_comm = np.where(d > 1, a2a + tp_ar, tp_ar)
-        comm = comm + moe_comm * (arch.moe_layers / arch.layers)
+        comm = comm + moe_comm * moe_share
+        tally.add_roofline(np.where(d > 1, a2a, 0.0), layers_per_stage * moe_share)
     comm = comm + tp_ar  # attention output all-reduce
+    # the layer's all-reduces: after attention, and after the MLP or the MoE block
+    if prof is not None:
+        tally.add(ar_est, 2.0 * layers_per_stage)
+    else:
+        tally.add_roofline(tp_ar, 2.0 * layers_per_stage)
 
-    layers_per_stage = np.ceil(arch.layers / p)
     per_layer_gemm = proj + ffn
-    kernel_s = hw.kernel_s[i] * engine.kernels_per_layer * layers_per_stage
+    # measured kernels already include their launch cost; only the unmeasured ones (norms,
+    # activation, residual adds) pay the fixed kernel overhead then
+    kernels = np.where(measured_layer, engine.unmeasured_kernels_per_layer, engine.kernels_per_layer)
+    kernel_s = hw.kernel_s[i] * kernels * layers_per_stage
 
     # ---- LM head (last stage), vocabulary split over TP --------------------------------------
     head_params = arch.vocab * h / t
@@ -229,6 +275,12 @@ def stage_time(
         mem_bw,
         hw.kernel_s[i],
     )
+    if gqa:
+        est = hooks.lm_head(prof, i, load.logits, arch.hidden, arch.vocab, t, fallback=lm_head)
+        lm_head = est.seconds
+        tally.add(est)
+    else:
+        tally.add_roofline(lm_head)
 
     gemm_s = layers_per_stage * per_layer_gemm + lm_head
     attention_s = layers_per_stage * attn
@@ -239,7 +291,7 @@ def stage_time(
     # instance is wider than one scale-up domain
     crosses = plans.devices > hw.su_domain[i]
     hop = np.where(p > 1, ops.p2p(tokens * h * ACT_BYTES, crosses, fab), 0.0)
-    return StageTime(stage, hop, gemm_s, attention_s, comm_s, kernel_s)
+    return StageTime(stage, hop, gemm_s, attention_s, comm_s, kernel_s, tally.shares())
 
 
 def pass_latency(plans: Plans, st: StageTime, engine: EngineParams) -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from solver.perf.engine import EngineParams
+from solver.profiles import ProfileSet
 from solver.schema.cards import PRECISIONS, HardwareCard, Precision
 
 GIB = 1024.0**3
@@ -49,6 +50,7 @@ class HardwareTable:
     power_w: np.ndarray
     price: np.ndarray  # USD per device-hour
     kernel_s: np.ndarray  # fixed seconds per kernel
+    profiles: ProfileSet | None = None  # measured operator tables per hardware type
 
     @classmethod
     def from_cards(
@@ -56,6 +58,7 @@ class HardwareTable:
         cards: Sequence[HardwareCard],
         prices: Sequence[float] | None = None,
         engine: EngineParams | None = None,
+        profiles: ProfileSet | None = None,
     ) -> HardwareTable:
         """Arrays of the cards; the engine's efficiency factors scale the cards' efficiencies."""
         g = engine.gemm_efficiency_factor if engine is not None else 1.0
@@ -99,6 +102,7 @@ class HardwareTable:
             power_w=arr(lambda c: c.power_w),
             price=np.array(prices, dtype=float) if prices is not None else arr(lambda c: c.price_per_hour),
             kernel_s=arr(lambda c: c.efficiency.kernel_overhead_us * 1e-6),
+            profiles=profiles,
         )
 
     def __len__(self) -> int:

@@ -6,7 +6,8 @@
 
 Modules: `format` (files and provenance), `interp` (grids, interpolation, source codes),
 `roofline` (plain bounds used for extrapolation), `operators` (per-hardware query API),
-`hooks` (terms for the stage model), `aic` (aiconfigurator-core importer), `shapes` (what the
+`hooks` (terms for the stage model), `aic` (aiconfigurator-core importer), `collect` (own
+measurements with PyTorch), `shapes` (what the
 model cards need), `loo` (leave-one-out accuracy), `cli` (the `profiles` command).
 """
 

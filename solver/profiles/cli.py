@@ -1,13 +1,20 @@
-"""`fleetplan profiles ...`: import aiconfigurator-core data, list and check profiles.
+"""`fleetplan profiles ...`: import aiconfigurator-core data, collect your own, list and check.
 
     fleetplan profiles import-aic --system h200_sxm --framework vllm [--version V]
                                   [--source DIR] [--out DIR] [--hardware NAME]
                                   [--models M1,M2] [--all-shapes] [--gzip]
+    fleetplan profiles collect --hardware NAME [--framework LABEL] [--out DIR]
+                               [--families gemm,attention_context,...] [--quick]
+                               [--device cpu|cuda] [--repeats N] [--warmup N]
+                               [--dtypes bf16,fp8] [--processes N] [--models M1,M2]
+                               [--licence SPDX] [--threads N] [--gzip]
+                               (measure with PyTorch: pip install 'fleetplan[collect]')
     fleetplan profiles list [--root DIR] [--format table|json]
     fleetplan profiles check [--root DIR]          (verify every table's hash and columns)
 
 `add_parser(sub)` adds the `profiles` command to the CLI's subparsers; `run(args)` executes it
-(returns the exit code). `cli_import(args)` is the import-aic action alone.
+(returns the exit code). `cli_import(args)` is the import-aic action alone, `cli_collect(args)`
+the collect action.
 """
 
 from __future__ import annotations
@@ -19,8 +26,21 @@ from pathlib import Path
 from solver.errors import InputError
 
 
+def _count(lowest: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+        if v < lowest:
+            raise argparse.ArgumentTypeError(f"must be at least {lowest}, got {v}")
+        return v
+
+    return parse
+
+
 def add_parser(sub) -> argparse.ArgumentParser:
-    p = sub.add_parser("profiles", help="measured operator profiles: import, list, check")
+    p = sub.add_parser("profiles", help="measured operator profiles: import, collect, list, check")
     ps = p.add_subparsers(dest="profiles_command", required=True)
 
     imp = ps.add_parser("import-aic", help="convert aiconfigurator-core's measured data "
@@ -38,6 +58,37 @@ def add_parser(sub) -> argparse.ArgumentParser:
     imp.add_argument("--all-shapes", action="store_true",
                      help="keep every measured shape (large)")
     imp.add_argument("--gzip", action="store_true", help="write <family>.csv.gz")
+
+    col = ps.add_parser("collect", help="measure GEMM, attention and collectives with PyTorch "
+                        "on this machine (pip install 'fleetplan[collect]')")
+    col.add_argument("--hardware", required=True,
+                     help="hardware name to file the tables under (a card name such as "
+                     "h100-sxm, or your own)")
+    col.add_argument("--framework", default="torch-eager",
+                     help="label of what was timed (default: torch-eager)")
+    col.add_argument("--out", help="profiles root to write into (default: FLEETPLAN_PROFILES, "
+                     "else ./fleetplan-profiles)")
+    col.add_argument("--families", default="gemm,attention_context,attention_generation,"
+                     "allreduce,collectives",
+                     help="comma-separated operator families (default: all five)")
+    col.add_argument("--quick", action="store_true",
+                     help="a tiny grid (seconds on a CPU) instead of the model cards' shapes")
+    col.add_argument("--device", help="cpu or cuda[:i] (default: cuda when available)")
+    col.add_argument("--repeats", type=_count(1), help="timed repeats per point (median; "
+                     "default 20 on a GPU, 10 on a CPU)")
+    col.add_argument("--warmup", type=_count(0), help="untimed calls first (default 5 GPU, 2 CPU)")
+    col.add_argument("--dtypes", default="bf16",
+                     help="GEMM element types: bf16 and/or fp8 (fp8 where supported)")
+    col.add_argument("--processes", type=_count(0),
+                     help="ranks of the CPU gloo mode for allreduce/collectives (default 2; "
+                     "0 skips them)")
+    col.add_argument("--models", help="comma-separated model cards whose shapes to measure "
+                     "(default: every shipped card; ignored with --quick)")
+    col.add_argument("--licence", default="LicenseRef-own-measurement",
+                     help="SPDX identifier of the data's licence (yours to choose)")
+    col.add_argument("--threads", type=_count(1), help="CPU threads for --device cpu "
+                     "(default: PyTorch's; 1 is steadier on a shared machine)")
+    col.add_argument("--gzip", action="store_true", help="write <family>.csv.gz")
 
     ls = ps.add_parser("list", help="list the profiles and their provenance")
     ls.add_argument("--root", help="profiles root (default: FLEETPLAN_PROFILES or shipped)")
@@ -58,6 +109,24 @@ def cli_import(args: argparse.Namespace) -> int:
         all_shapes=args.all_shapes, compress=args.gzip,
     )
     print(summary(paths))
+    return 0
+
+
+def cli_collect(args: argparse.Namespace) -> int:
+    from solver.profiles.collect import collect, import_torch, summary
+
+    import_torch()  # one clear line when PyTorch is missing
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
+    paths = collect(
+        args.hardware, args.framework, out_root=args.out, families=args.families,
+        device=args.device, dtypes=args.dtypes, repeats=args.repeats, warmup=args.warmup,
+        quick=args.quick, models=models, processes=args.processes, licence=args.licence,
+        compress=args.gzip, threads=args.threads,
+    )
+    print(summary(paths))
+    if paths:
+        root = paths[0].parent.parent.parent
+        print(f"{len(paths)} tables under {root}; use them with FLEETPLAN_PROFILES={root}")
     return 0
 
 
@@ -107,4 +176,5 @@ def cli_check(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    return {"import-aic": cli_import, "list": cli_list, "check": cli_check}[args.profiles_command](args)
+    return {"import-aic": cli_import, "collect": cli_collect, "list": cli_list,
+            "check": cli_check}[args.profiles_command](args)

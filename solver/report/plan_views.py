@@ -85,6 +85,27 @@ def _solver_line(doc: PlanResult) -> str:
     )
 
 
+def _assumption_lines(doc: PlanResult) -> list[str]:
+    a = doc.assumptions
+    if a is None:
+        return []
+    ver = f" {a.engine_version}" if a.engine_version else ""
+    cal = (f"calibrated on {a.calibration.fitted_on.split(':')[0]} ({a.calibration.fitted_at}; "
+           f"median error TTFT {a.calibration.ttft_median_abs_pct:g}%, TPOT "
+           f"{a.calibration.tpot_median_abs_pct:g}%)" if a.calibration else "uncalibrated")
+    hw = sorted({p.hardware for p in a.profiles})
+    lines = [f"engine: {a.engine}{ver}, {cal}; measured operator tables for "
+             f"{', '.join(hw) or 'no hardware'}"
+             + (f"; roofline only for {', '.join(a.hardware_without_profiles)}" if a.hardware_without_profiles else "")]
+    stale = sorted({f"{p.hardware}/{p.framework}" for p in a.profiles if p.stale})
+    differs = sorted({f"{p.hardware}/{p.framework} {p.framework_version}" for p in a.profiles if p.stack_differs})
+    if stale:
+        lines.append(f"re-measure: tables older than {a.remeasure_after_days} days or of unknown date: {', '.join(stale)}")
+    if differs:
+        lines.append(f"stack differs from the declared {a.engine}{ver}: {', '.join(differs)}")
+    return lines
+
+
 def to_table(doc: PlanResult) -> str:
     out = [headline(doc)]
     if doc.status == "infeasible":
@@ -95,7 +116,7 @@ def to_table(doc: PlanResult) -> str:
     for s in doc.services:
         out += ["", _service_line(s), table(POOL_HEADERS, _pool_rows(s), POOL_ALIGN)]
     out += ["", "latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
-            _solver_line(doc)]
+            *_assumption_lines(doc), _solver_line(doc)]
     return "\n".join(out) + "\n"
 
 
@@ -113,7 +134,8 @@ def to_markdown(doc: PlanResult) -> str:
         out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because]
     for s in doc.services:
         out += [f"## Service `{s.name}`", "", _service_line(s), "", _md_table(POOL_HEADERS, _pool_rows(s)), ""]
-    out += ["## Solver", "", _solver_line(doc), ""]
+    out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], "",
+            "## Solver", "", _solver_line(doc), ""]
     return "\n".join(out)
 
 

@@ -69,6 +69,8 @@ def estimate_text(r: EstimateResult) -> str:
             f"communication {b.communication_ms:.2f} ms, kernel overhead {b.kernel_overhead_ms:.2f} ms, "
             f"pipeline hop {b.pipeline_hop_ms:.3f} ms (slowest stage)"
         )
+    src = ", ".join(f"{k} {v:.0%}" for k, v in r.operator_sources.items() if v > 0)
+    lines.append(f"operator time from    {src}")
     for n in r.notes:
         lines.append(f"note: {n}")
     return "\n".join(lines)

@@ -57,4 +57,8 @@ class EstimateResult(Strict):
     throughput_qps: float
     tokens_per_s: float
     breakdown: TimeBreakdown | None
+    operator_sources: dict[str, float] = Field(
+        description="share of the operator time that came from measured, interpolated, "
+        "extrapolated and roofline-only operators (the profiles' coverage)"
+    )
     notes: list[str]

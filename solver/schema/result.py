@@ -100,6 +100,41 @@ class SolverInfo(Strict):
     version: str
 
 
+class ProfileUse(Strict):
+    """A measured operator table the plan's predictions rest on."""
+
+    hardware: str
+    family: str
+    framework: str
+    framework_version: str
+    collected_on: str | None
+    age_days: int | None
+    content_sha256: str
+    source: str
+    stale: bool = Field(description="older than the re-measurement age, or of unknown date")
+    stack_differs: bool = Field(description="measured on another engine version than declared")
+
+
+class CalibrationUse(Strict):
+    engine: str
+    fitted_on: str
+    fitted_at: str
+    source_sha256: str
+    ttft_median_abs_pct: float
+    tpot_median_abs_pct: float
+
+
+class Assumptions(Strict):
+    """What the plan rests on (extension; the decision record grows from here)."""
+
+    engine: str
+    engine_version: str | None
+    calibration: CalibrationUse | None
+    profiles: list[ProfileUse]
+    hardware_without_profiles: list[str]
+    remeasure_after_days: int
+
+
 class PlanResult(Strict):
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -115,3 +150,4 @@ class PlanResult(Strict):
     throughput_scale: float | None = Field(
         None, description="max_throughput: the served multiple of every service's demand"
     )
+    assumptions: Assumptions | None = None
