@@ -34,7 +34,10 @@ import numpy as np
 from solver import catalog
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
-from solver.perf.engine import DEFAULT_ENGINE
+from solver.perf.calibration import engine_params as _engine_params
+
+ENGINE = _engine_params("vllm")
+from solver.perf.calibration import engine_params, measured_tables
 from solver.perf.tables import HardwareTable, Plans
 from solver.perf.validity import valid_mask
 
@@ -85,7 +88,7 @@ def evaluate(arch: ModelArch, hw: HardwareTable, blocks, block_rows: int) -> dic
             p = plans.take(np.arange(start, min(start + block_rows, len(plans))))
             valid = valid_mask(arch, p)
             fn = rt.prefill_role if role == "prefill" else rt.decode_role
-            r = fn(arch, hw, p, wl, SLO, DEFAULT_ENGINE)
+            r = fn(arch, hw, p, wl, SLO, ENGINE)
             feasible = r.feasible & valid
             counts["rows"] += len(p)
             counts["valid"] += int(valid.sum())
@@ -107,12 +110,18 @@ def main(argv=None) -> int:
     ap.add_argument("--workloads", type=int, default=len(WORKLOADS), choices=range(1, len(WORKLOADS) + 1),
                     help="use the first N (input, output) workloads (1: two blocks of rows/2)")
     ap.add_argument("--profile", action="store_true", help="cProfile the evaluation")
+    ap.add_argument("--roofline-only", action="store_true", help="without measured tables")
     a = ap.parse_args(argv)
 
     t0 = time.perf_counter()
     arch = ModelArch.from_card(catalog.model_card(MODEL))
     names = catalog.names("hardware")
-    hw = HardwareTable.from_cards([catalog.hardware_card(n) for n in names])
+    cards = [catalog.hardware_card(n) for n in names]
+    # the full model: the vLLM calibration and measured tables (H100/H200), roofline elsewhere
+    hw = HardwareTable.from_cards(
+        cards, engine=engine_params("vllm"),
+        profiles=None if a.roofline_only else measured_tables(cards, "vllm"),
+    )
     blocks = build_rows(a.rows, len(hw), WORKLOADS[: a.workloads])
     t1 = time.perf_counter()
     prof = cProfile.Profile() if a.profile else None
