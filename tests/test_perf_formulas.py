@@ -547,3 +547,20 @@ def test_closed_loop_pp2_ttft_never_falls_with_concurrency():
     cl = rt.closed_loop(a8, hw, p, rt.Workload(2048.0, 128.0), N, E)
     # 1 % slack: the tau/2 term may dip slightly as decode micro-batches fill the pipe
     assert np.all(np.diff(cl.ttft_ms) >= -0.01 * cl.ttft_ms[:-1]), cl.ttft_ms
+
+
+def test_prompt_latency_charges_the_remainder_not_a_whole_chunk():
+    # a prompt of exactly one chunk costs one chunk iteration; one token more adds a nearly
+    # empty iteration, not a second full one; two chunks cost two
+    a8, hw = arch("llama-3.1-8b"), table("h100-sxm")
+    p = plans(batch=8)
+    one = rt.chunk_latency(a8, hw, p, 8.0, 1000.0, 2048.0, 2048.0, E)[0]
+    empty = rt.chunk_latency(a8, hw, p, 8.0, 1000.0, 0.0, 2048.0, E)[0]
+    at = lambda s: rt.prompt_latency(a8, hw, p, 8.0, 1000.0, 2048.0, s, E)[0]  # noqa: E731
+    assert at(2048.0) == pytest.approx(one, rel=1e-12)
+    one_b = rt.chunk_latency(a8, hw, p, 8.0, 1000.0, 2048.0, 2049.0, E)[0]  # same prompt length
+    empty_b = rt.chunk_latency(a8, hw, p, 8.0, 1000.0, 0.0, 2049.0, E)[0]
+    assert empty_b == pytest.approx(empty, rel=1e-12)
+    assert at(2049.0) == pytest.approx(one_b + empty_b + (one_b - empty_b) / 2048.0, rel=1e-9)
+    assert at(4096.0) == pytest.approx(2 * rt.chunk_latency(a8, hw, p, 8.0, 1000.0, 2048.0, 4096.0, E)[0], rel=1e-9)
+    assert at(2049.0) < 1.5 * one

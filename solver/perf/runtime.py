@@ -163,6 +163,32 @@ def chunk_latency(
     return mixed_iteration(lat[0], lat[1], engine)
 
 
+def prompt_latency(
+    arch: ModelArch,
+    hw: HardwareTable,
+    plans: Plans,
+    dec_seqs,
+    context,
+    chunk,
+    prompt_tokens,
+    engine: EngineParams,
+) -> np.ndarray:
+    """Time to prefill one prompt of `prompt_tokens` in chunks of at most `chunk` tokens.
+
+    floor(s / c) iterations carry a full chunk; the remainder r rides in one more iteration
+    whose prefill share is r / c of a full chunk's (a prompt one token over the budget costs a
+    cheap second iteration, not a second full one).
+    """
+    s = np.asarray(prompt_tokens, dtype=float) + np.zeros(len(plans))
+    c = np.minimum(np.asarray(chunk, dtype=float) + np.zeros(len(plans)), s)
+    full = np.floor(s / np.maximum(c, 1.0))
+    rest = s - full * c
+    lat_c = chunk_latency(arch, hw, plans, dec_seqs, context, c, s, engine)
+    lat_0 = chunk_latency(arch, hw, plans, dec_seqs, context, np.zeros_like(c), s, engine)
+    lat_r = lat_0 + (rest / np.maximum(c, 1.0)) * (lat_c - lat_0)
+    return full * lat_c + np.where(rest > 0.5, lat_r, 0.0)
+
+
 def kv_transfer_s(
     arch: ModelArch, hw: HardwareTable, plans: Plans, tokens, engine: EngineParams
 ) -> np.ndarray:
@@ -327,13 +353,11 @@ def colocated_role(
     # the prefill lane: busy share rho, per-prompt service input x tau_m / chunk
     service = s * tau_m / c
     rho = np.minimum(lam * service, 1.0)
-    chunks50 = np.ceil(s / c)
-    chunks99 = np.ceil(wl.input_p99 / c)
-    lat = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, s), s, engine)
-    lat99 = chunk_latency(arch, hw, plans, B, wl.decode_context, np.minimum(c, wl.input_p99), wl.input_p99, engine)
+    lat = prompt_latency(arch, hw, plans, B, wl.decode_context, c, s, engine)
+    lat99 = prompt_latency(arch, hw, plans, B, wl.decode_context, c, wl.input_p99, engine)
     overhead = engine.request_overhead_ms * 1e-3
-    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + chunks50 * lat + overhead
-    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + chunks99 * lat99 + overhead
+    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + lat + overhead
+    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + lat99 + overhead
     ok = (
         stable
         & (rho < engine.max_utilization)
@@ -346,7 +370,7 @@ def colocated_role(
     good = ok & mem.fits
     return RoleMetrics(
         memory=mem,
-        prefill_ms=chunks50 * lat * 1e3,
+        prefill_ms=lat * 1e3,
         decode_step_ms=tau_d * 1e3,
         ttft_p50_ms=ttft50 * 1e3,
         ttft_p99_ms=ttft99 * 1e3,
@@ -405,8 +429,9 @@ def closed_loop(
 
     With B sequences decoding, Little's law gives the request rate lambda = B / ((o-1) tau) and
     the prefill tokens needed per iteration B*s/(o-1), which must fit the token budget left
-    after the decode tokens (C - B). The prefill of one prompt takes ceil(s / (C - B)) mixed
-    iterations. N = B + lambda * TTFT closes the loop; we bisect on B. When the budget cannot
+    after the decode tokens (C - B). The prefill of one prompt takes s / (C - B) mixed
+    iterations (the last one carrying only the remainder). N = B + lambda * TTFT closes the
+    loop; we bisect on B. When the budget cannot
     keep up (B at saturation), the remaining requests queue and TTFT = (N - B) / lambda.
     """
     N = np.asarray(concurrency, dtype=float) + np.zeros(len(plans))
@@ -429,9 +454,8 @@ def closed_loop(
         tau_m = mixed_iteration(tau_d, tau_m, engine)
         tau = f * tau_m + (1.0 - f) * tau_d
         lam = b / (o1 * tau)
-        lat = chunk_latency(arch, hw, sized, np.maximum(b, 1e-9), wl.decode_context,
-                            np.minimum(chunk, s), s, engine)
-        ttft = tau / 2.0 + np.ceil(s / chunk) * lat + engine.request_overhead_ms * 1e-3
+        lat = prompt_latency(arch, hw, sized, np.maximum(b, 1e-9), wl.decode_context, chunk, s, engine)
+        ttft = tau / 2.0 + lat + engine.request_overhead_ms * 1e-3
         return tau, lam, ttft
 
     lo = np.zeros_like(N)
