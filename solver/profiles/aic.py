@@ -325,28 +325,42 @@ def convert_gemm(systems, system, framework, version, cards, all_shapes, pkg_ver
     text = csv_text("gemm", out)
     meta = _collection_meta(folder)
     kern = "; ".join(f"{_GEMM_DTYPES[d]}: {k}" for d, k in kernels.items() if k)
-    prov = Provenance(
-        family="gemm",
-        hardware=hardware_name(system),
-        device_name=_one(rows, "device"),
-        framework=framework,
-        framework_version=version,
-        software=_software(meta),
+    prov = _provenance(
+        "gemm", text, len(out), systems=systems, path=path, pkg_version=pkg_version,
+        system=system, device=_one(rows, "device"), framework=framework,
+        version=version, software=_software(meta),
         collected_on=_collected_on(meta, "gemm_perf"),
-        collection_method=(
+        method=(
             f"aiconfigurator collector ({framework} GEMM kernels, one GPU): each (m, n, k) "
             f"timed with CUDA events over repeated runs; the source logs milliseconds per call"
         ),
-        source=_source(systems, path, pkg_version),
         selection=f"kernels {kern}; {selection}",
-        columns=_columns("gemm"),
-        rows=len(out),
+    )
+    return Converted("gemm", text, prov)
+
+
+def _provenance(family: str, text: str, rows_kept: int, *, systems, path, pkg_version,
+                system: str, device: str | None, framework: str, version: str, software,
+                collected_on, method: str, selection: str) -> Provenance:
+    """The sidecar every converted AIC table carries (licence, source, hash, converter)."""
+    return Provenance(
+        family=family,  # type: ignore[arg-type]
+        hardware=hardware_name(system),
+        device_name=device,
+        framework=framework,
+        framework_version=version,
+        software=software,
+        collected_on=collected_on,
+        collection_method=method,
+        source=_source(systems, path, pkg_version),
+        selection=selection,
+        columns=_columns(family),
+        rows=rows_kept,
         licence="Apache-2.0",
         content_sha256=sha256_text(text),
         converter=CONVERTER,
         notes=[_MODIFIED],
     )
-    return Converted("gemm", text, prov)
 
 
 def _columns(family: str) -> dict[str, str]:
@@ -460,27 +474,17 @@ def convert_attention(systems, system, framework, version, phase, cards, all_sha
     text = csv_text(family, out)
     meta = _collection_meta(folder)
     math_txt = ", ".join(f"kv {kv}: math {m}" for kv, m in sorted(math_dtypes.items()))
-    prov = Provenance(
-        family=family,  # type: ignore[arg-type]
-        hardware=hardware_name(system),
-        device_name=_one(rows, "device"),
-        framework=framework,
-        framework_version=version,
-        software=_software(meta),
+    prov = _provenance(
+        family, text, len(out), systems=systems, path=path, pkg_version=pkg_version,
+        system=system, device=_one(rows, "device"), framework=framework,
+        version=version, software=_software(meta),
         collected_on=_collected_on(meta, f"{phase}_attention_perf"),
-        collection_method=(
+        method=(
             f"aiconfigurator collector ({framework} attention backend, one GPU): the attention "
             f"kernel alone on a paged KV cache, timed with CUDA events; the source logs "
             f"milliseconds per call"
         ),
-        source=_source(systems, path, pkg_version),
         selection=f"kernel {kernel}; window_size 0 (full attention); {math_txt}; {selection}",
-        columns=_columns(family),
-        rows=len(out),
-        licence="Apache-2.0",
-        content_sha256=sha256_text(text),
-        converter=CONVERTER,
-        notes=[_MODIFIED],
     )
     return Converted(family, text, prov)
 
@@ -502,28 +506,18 @@ def convert_allreduce(systems, system, framework, version, pkg_version) -> Conve
     out = sorted(("bf16", int(r["num_gpus"]), int(r["message_size"]) * 2, _us(r["latency"])) for r in rows)
     text = csv_text("allreduce", out)
     meta = _collection_meta(base / v)
-    prov = Provenance(
-        family="allreduce",
-        hardware=hardware_name(system),
-        device_name=_one(rows, "device"),
-        framework=framework,
-        framework_version=v,
-        software=_software(meta) | ({"source_framework_label": _one(rows, "framework") or ""}),
+    prov = _provenance(
+        "allreduce", text, len(out), systems=systems, path=path, pkg_version=pkg_version,
+        system=system, device=_one(rows, "device"), framework=framework,
+        version=v, software=_software(meta) | ({"source_framework_label": _one(rows, "framework") or ""}),
         collected_on=_collected_on(meta, "custom_allreduce_perf"),
-        collection_method=(
+        method=(
             "aiconfigurator collect_all_reduce.py: the engine's all-reduce on a bf16 tensor of "
             "message_size elements, replayed many times inside one CUDA graph interleaved with a "
             "small matmul whose own time is subtracted; best of 3; milliseconds per call"
         ),
-        source=_source(systems, path, pkg_version),
         selection=f"kernel {kernel}; bf16; all sizes and GPU counts"
         + ("" if v == version else f"; newest table at or before {framework} {version}"),
-        columns=_columns("allreduce"),
-        rows=len(out),
-        licence="Apache-2.0",
-        content_sha256=sha256_text(text),
-        converter=CONVERTER,
-        notes=[_MODIFIED],
     )
     return Converted("allreduce", text, prov)
 
@@ -545,26 +539,16 @@ def convert_collectives(systems, system, pkg_version) -> Converted | None:
     text = csv_text("collectives", out)
     meta = _collection_meta(base / v)
     labels = _one(rows, "version")
-    prov = Provenance(
-        family="collectives",
-        hardware=hardware_name(system),
-        device_name=_one(rows, "device"),
-        framework="nccl",
-        framework_version=v,
-        software=_software(meta) | ({"nccl_version_in_rows": labels} if labels else {}),
+    prov = _provenance(
+        "collectives", text, len(out), systems=systems, path=path, pkg_version=pkg_version,
+        system=system, device=_one(rows, "device"), framework="nccl",
+        version=v, software=_software(meta) | ({"nccl_version_in_rows": labels} if labels else {}),
         collected_on=_collected_on(meta, "nccl_perf"),
-        collection_method=(
+        method=(
             "aiconfigurator collect_nccl.py: nccl-tests (<op>_perf -b size -e size -t num_gpus), "
             "out-of-place time; the source logs milliseconds and the size in elements"
         ),
-        source=_source(systems, path, pkg_version),
         selection="all ops, fp16 and int8, all sizes and GPU counts of the newest NCCL table",
-        columns=_columns("collectives"),
-        rows=len(out),
-        licence="Apache-2.0",
-        content_sha256=sha256_text(text),
-        converter=CONVERTER,
-        notes=[_MODIFIED],
     )
     return Converted("collectives", text, prov)
 
