@@ -41,15 +41,22 @@ def _where(doc: YamlDoc, loc: tuple) -> str:
     return f"{doc.path}:{line if line is not None else '?'}"
 
 
+def _card(doc: YamlDoc, loc: tuple, field: str, ref, load, base):
+    """A card given inline, or loaded by name or path; a failure names the problem's line."""
+    if not isinstance(ref, str):
+        return ref
+    try:
+        return load(ref, base)
+    except InputError as exc:
+        raise InputError(f"{_where(doc, loc)}: {field}: {exc}") from None
+
+
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
     models: list[ModelCard] = []
     for i, s in enumerate(problem.services):
-        loc = ("services", i, "model")
-        try:
-            card = catalog.model_card(s.model, base) if isinstance(s.model, str) else s.model
-        except InputError as exc:
-            raise InputError(f"{_where(doc, loc)}: services[{i}].model: {exc}") from None
+        card = _card(doc, ("services", i, "model"), f"services[{i}].model", s.model,
+                     catalog.model_card, base)
         mc = s.workload.max_context
         if mc is not None and mc > card.max_context_tokens:
             wl = ("services", i, "workload", "max_context")
@@ -67,12 +74,8 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         models.append(card)
     cards: list[HardwareCard] = []
     for j, h in enumerate(problem.hardware):
-        loc = ("hardware", j, "type")
-        try:
-            card = catalog.hardware_card(h.type, base) if isinstance(h.type, str) else h.type
-        except InputError as exc:
-            raise InputError(f"{_where(doc, loc)}: hardware[{j}].type: {exc}") from None
-        cards.append(card)
+        cards.append(_card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
+                           catalog.hardware_card, base))
     names = [c.name for c in cards]
     if len(set(names)) != len(names):
         raise InputError(f"{_where(doc, ('hardware',))}: hardware: two entries resolve to the same card name")

@@ -145,6 +145,14 @@ def chunk_latency(
     micro-batch; its prefill work pays the mixed-batch slowdown. Equal to the mixed iteration
     when pp == 1.
     """
+    decode_only, with_chunk = _chunk_latencies(
+        arch, hw, plans, dec_seqs, context, chunk, prompt_tokens, engine
+    )
+    return mixed_iteration(decode_only, with_chunk, engine)
+
+
+def _chunk_latencies(arch, hw, plans, dec_seqs, context, chunk, prompt_tokens, engine):
+    """(decode-only, with-chunk) latencies of the micro-batch of `chunk_latency`."""
     m = _micro_batches(plans, dec_seqs)
     d = plans.dp.astype(float)
     dec = np.asarray(dec_seqs, dtype=float) / (m * d)
@@ -158,9 +166,8 @@ def chunk_latency(
         pre_chunk=np.minimum(c, prompt_tokens),
         logits=dec + c / prompt_tokens / d,
     )
-    lat = [pass_latency(plans, stage_time(arch, hw, plans, ld, engine), engine)
-           for ld in (decode_only, with_chunk)]
-    return mixed_iteration(lat[0], lat[1], engine)
+    return tuple(pass_latency(plans, stage_time(arch, hw, plans, ld, engine), engine)
+                 for ld in (decode_only, with_chunk))
 
 
 def prompt_latency(
@@ -183,8 +190,8 @@ def prompt_latency(
     c = np.minimum(np.asarray(chunk, dtype=float) + np.zeros(len(plans)), s)
     full = np.floor(s / np.maximum(c, 1.0))
     rest = s - full * c
-    lat_c = chunk_latency(arch, hw, plans, dec_seqs, context, c, s, engine)
-    lat_0 = chunk_latency(arch, hw, plans, dec_seqs, context, np.zeros_like(c), s, engine)
+    lat_0, mixed = _chunk_latencies(arch, hw, plans, dec_seqs, context, c, s, engine)
+    lat_c = mixed_iteration(lat_0, mixed, engine)
     lat_r = lat_0 + (rest / np.maximum(c, 1.0)) * (lat_c - lat_0)
     return full * lat_c + np.where(rest > 0.5, lat_r, 0.0)
 
