@@ -99,6 +99,7 @@ def _service_result(rp, cs, sol, si) -> ServiceResult:
         slo=_slo_bounds(svc),
         cost_per_hour=round(sum(p.cost_per_hour for p in pools), 6),
         devices=sum(p.devices for p in pools),
+        routing=rp.archs[si].expert_routing.description if rp.archs[si].moe_layers else None,
     )
 
 

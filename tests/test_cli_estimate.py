@@ -252,3 +252,29 @@ def test_catalog_json():
 
 def test_catalog_bad_kind_exit_2():
     assert_input_error(fleetplan("catalog", "gpus"), "gpus")
+
+
+def test_estimate_routing_changes_the_busiest_rank_and_is_reported():
+    common = ("--model", "llama-4-maverick", "--hardware", "h100-sxm", "--tp", "8", "--dp", "4",
+              "--ep", "32", "--stage", "prefill", "--batch", "8", "--precision", "fp8")
+    bal = estimate_json(*common)
+    hot = estimate_json(*common, "--routing", "hottest:7%")
+    heavy = estimate_json(*common, "--routing", "zipf:1.2", "--placement", "in_order")
+    assert bal["routing"] == "balanced"
+    assert hot["routing"] == "hottest expert 7.0% of routed tokens, load_balanced placement"
+    assert heavy["routing"] == "Zipf s=1.2, in_order placement"
+    assert bal["prefill_ms"] < hot["prefill_ms"] < heavy["prefill_ms"]
+    dense = estimate_json("--model", "llama-3.1-8b", "--hardware", "h100-sxm")
+    assert dense["routing"] is None
+
+
+@pytest.mark.parametrize(("spec", "needle"), [
+    ("zipf:x", "could not convert"),
+    ("hottest:0.001", "balanced share 1/128"),
+    ("histogram:1,2,3", "3 entries but the model has 128 experts"),
+    ("uniform", "expected balanced, zipf:S"),
+])
+def test_estimate_bad_routing_exits_2(spec, needle):
+    r = fleetplan("estimate", "--model", "llama-4-maverick", "--hardware", "h100-sxm",
+                  "--routing", spec)
+    assert_input_error(r, "--routing", needle)

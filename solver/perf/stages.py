@@ -249,9 +249,11 @@ def stage_time(
         ffn = ffn + moe * moe_share
         tally.add_roofline(moe, layers_per_stage * moe_share)
         # d == 1: tokens are replicated on the TP group; experts' partial outputs are summed by
-        # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all, whose
-        # slowest rank receives `busiest * ep` times the even share.
-        a2a_bytes = tokens * arch.top_k * h * ACT_BYTES * np.maximum(busiest * e, 1.0)
+        # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all. The
+        # tokens of an attention rank are replicated on its t TP devices, so each device
+        # dispatches a 1/t share of them (the TP all-reduce below puts the outputs back on all
+        # t); the slowest rank receives `busiest * ep` times the even share.
+        a2a_bytes = tokens / t * arch.top_k * h * ACT_BYTES * np.maximum(busiest * e, 1.0)
         a2a = 2.0 * ops.all_to_all(a2a_bytes, group, fab)
         moe_comm = np.where(d > 1, a2a + tp_ar, tp_ar)
         comm = comm + moe_comm * moe_share

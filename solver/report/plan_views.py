@@ -68,8 +68,9 @@ def headline(doc: PlanResult) -> str:
 
 def _service_line(s: ServiceResult) -> str:
     ratio = f", prefill:decode devices {s.prefill_decode_ratio:g}" if s.prefill_decode_ratio else ""
+    model = f"{s.model}, routing {s.routing}" if s.routing else s.model
     return (
-        f"service '{s.name}' ({s.model}): {s.runtime}{ratio}; demand {s.demand_qps:g} QPS, "
+        f"service '{s.name}' ({model}): {s.runtime}{ratio}; demand {s.demand_qps:g} QPS, "
         f"capacity {s.capacity_qps:.1f} QPS; {s.devices} devices, ${s.cost_per_hour:,.2f}/h"
     )
 

@@ -65,6 +65,7 @@ class ServiceResult(Strict):
     slo: SloBounds
     cost_per_hour: float
     devices: int
+    routing: str | None = Field(None, description="MoE models: the routing the plan assumed")
 
 
 class Objective(Strict):
