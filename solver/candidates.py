@@ -254,7 +254,7 @@ def build_candidates(rp: ResolvedProblem) -> CandidateSet:
     misses: dict[tuple[int, int], list[str]] = {}
     roles_of: dict[int, tuple[int, ...]] = {}
     for si, s in enumerate(rp.problem.services):
-        arch = ModelArch.from_card(rp.models[si])
+        arch = rp.archs[si]
         roles_of[si] = service_roles(s)
         for role in roles_of[si]:
             plans, chunks = _grid(rp, s, arch, role)

@@ -66,6 +66,11 @@ def _build_parser() -> argparse.ArgumentParser:
     e.add_argument("--kv-precision", choices=PRECISIONS)
     e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
                    help="use the engine's calibrated parameters (hardware/calibration/)")
+    e.add_argument("--routing", default=None, metavar="SPEC",
+                   help="MoE routing: balanced, zipf:S, hottest:X (e.g. hottest:7%%) or "
+                   "histogram:C1,C2,... (routed tokens per expert)")
+    e.add_argument("--placement", choices=["load_balanced", "in_order"], default="load_balanced",
+                   help="how experts are placed on expert-parallel ranks (with --routing)")
     e.add_argument("--format", choices=["table", "json"], default="table")
 
     pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
@@ -98,6 +103,17 @@ def _build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _routing(spec: str | None, placement: str):
+    from solver.schema.routing import Routing
+
+    if spec is None:
+        return None
+    try:
+        return Routing.from_spec(spec, placement)
+    except ValueError as exc:
+        raise InputError(f"--routing: {exc}") from None
+
+
 def _cmd_estimate(a: argparse.Namespace) -> int:
     from solver.perf.estimate import estimate
     from solver.report.text import estimate_text
@@ -107,6 +123,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
+        routing=_routing(a.routing, a.placement),
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0

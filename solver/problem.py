@@ -7,10 +7,11 @@ from pathlib import Path
 
 from solver import catalog
 from solver.errors import InputError
+from solver.perf.arch import ModelArch
 from solver.perf.calibration import engine_params
 from solver.perf.engine import EngineParams
 from solver.schema.cards import HardwareCard, ModelCard
-from solver.schema.problem import Problem
+from solver.schema.problem import Problem, Service
 from solver.schema.yamlio import YamlDoc, load_yaml, parse_yaml, validate_doc
 
 
@@ -21,6 +22,7 @@ class ResolvedProblem:
     problem: Problem
     doc: YamlDoc
     models: tuple[ModelCard, ...]  # per service
+    archs: tuple[ModelArch, ...]  # per service: the model as that service routes it
     hardware: tuple[HardwareCard, ...]  # per hardware entry
     prices: tuple[float, ...]  # USD per device-hour (entry override or card default)
     supplies: tuple[int | None, ...]
@@ -51,9 +53,22 @@ def _card(doc: YamlDoc, loc: tuple, field: str, ref, load, base):
         raise InputError(f"{_where(doc, loc)}: {field}: {exc}") from None
 
 
+def _arch(doc: YamlDoc, i: int, s: Service, card: ModelCard) -> ModelArch:
+    """The service's model with its routing; a routing that does not fit the model is an error."""
+    arch = ModelArch.from_card(card)
+    if s.routing is None:
+        return arch
+    loc = ("services", i, "routing")
+    try:
+        return arch.with_routing(s.routing)
+    except ValueError as exc:
+        raise InputError(f"{_where(doc, loc)}: services[{i}].routing: {exc}") from None
+
+
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
     models: list[ModelCard] = []
+    archs: list[ModelArch] = []
     for i, s in enumerate(problem.services):
         card = _card(doc, ("services", i, "model"), f"services[{i}].model", s.model,
                      catalog.model_card, base)
@@ -72,6 +87,7 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
                 f"exceed {card.name}'s maximum context of {card.max_context_tokens} tokens"
             )
         models.append(card)
+        archs.append(_arch(doc, i, s, card))
     cards: list[HardwareCard] = []
     for j, h in enumerate(problem.hardware):
         cards.append(_card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
@@ -83,6 +99,7 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         problem=problem,
         doc=doc,
         models=tuple(models),
+        archs=tuple(archs),
         hardware=tuple(cards),
         prices=tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards)),
         supplies=tuple(h.supply for h in problem.hardware),

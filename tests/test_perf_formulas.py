@@ -243,25 +243,27 @@ def test_all_reduce_hand_numbers():
     assert t[0] == 0.0
     # h100 tp8 inside the NVSwitch domain: 8 us + 2 x 7/8 x 1e6 / 360e9 = 12.8611 us
     assert t[1] == pytest.approx(8e-6 + 2 * 7 / 8 * S / 360e9, rel=1e-12)
-    # h100 16 devices = 2 islands of 8: intra (as above) + inter 10 us + 2 x 1/2 x (1e6/8) / 36.5e9
-    intra = 8e-6 + 2 * 7 / 8 * S / 360e9
-    inter = 10e-6 + 2 * (2 - 1) / 2 * (S / 8) / 36.5e9
+    # h100 16 devices = 2 islands of 8, hierarchical: two intra phases (2 x 8 us start-up, same
+    # bytes term) + a ring of 2(m-1) = 2 steps of 10 us + 2 x 1/2 x (1e6/8) / 36.5e9
+    intra = 2 * 8e-6 + 2 * 7 / 8 * S / 360e9
+    inter = 2 * 10e-6 + 2 * (2 - 1) / 2 * (S / 8) / 36.5e9
     assert t[2] == pytest.approx(intra + inter, rel=1e-12)
-    assert t[2] == pytest.approx(26.2858e-6, rel=1e-4)
+    assert t[2] == pytest.approx(44.2858e-6, rel=1e-4)
     # mi300x tp2 over one 44.8 GB/s link: 8 us + 2 x 1/2 x 1e6 / 44.8e9 = 30.321 us
     assert t[3] == pytest.approx(8e-6 + 1.0 * S / 44.8e9, rel=1e-12)
     # mi300x tp8: 8 us + 1.75 x 1e6 / 313.6e9
     assert t[4] == pytest.approx(8e-6 + 1.75 * S / 313.6e9, rel=1e-12)
     # gb200 16 devices inside the 72-device NVLink domain: no NIC, 900 x 0.8 = 720 GB/s
     assert t[5] == pytest.approx(8e-6 + 2 * 15 / 16 * S / 720e9, rel=1e-12)
-    # h100 64 devices: 8 islands, inter 10 us + 2 x 7/8 x (1e6/8) / 36.5e9
-    assert t[6] == pytest.approx(intra + 10e-6 + 2 * 7 / 8 * (S / 8) / 36.5e9, rel=1e-12)
+    # h100 64 devices: 8 islands, ring of 14 steps: 14 x 10 us + 2 x 7/8 x (1e6/8) / 36.5e9
+    assert t[6] == pytest.approx(intra + 14 * 10e-6 + 2 * 7 / 8 * (S / 8) / 36.5e9, rel=1e-12)
 
 
 def test_all_to_all_hand_numbers():
     hw = table("h100-sxm", "mi300x")
     S = 1e6
-    t = ops.all_to_all(np.full(4, S), np.array([1.0, 8.0, 16.0, 2.0]), hw.fabric(np.array([0, 0, 0, 1])))
+    t = ops.all_to_all(np.full(5, S), np.array([1.0, 8.0, 16.0, 2.0, 64.0]),
+                       hw.fabric(np.array([0, 0, 0, 1, 0])))
     assert t[0] == 0.0
     # h100 8: 7/8 of the bytes leave over NVLink: 8 us + 0.875e6 / 360e9
     assert t[1] == pytest.approx(8e-6 + S * 7 / 8 / 360e9, rel=1e-12)
@@ -271,6 +273,8 @@ def test_all_to_all_hand_numbers():
     assert t[2] == pytest.approx(23.699e-6, rel=1e-4)
     # mi300x pair: half the bytes over the single 44.8 GB/s link
     assert t[3] == pytest.approx(8e-6 + S / 2 / 44.8e9, rel=1e-12)
+    # h100 64 = 8 islands: one 10 us message per remote island (7), 56/64 of the bytes on the NIC
+    assert t[4] == pytest.approx(7 * 10e-6 + S * 56 / 64 / 36.5e9, rel=1e-12)
 
 
 def test_p2p_hand_numbers():

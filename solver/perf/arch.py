@@ -7,11 +7,13 @@ with explicit head_dim and MLA projections.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from solver.perf.routing import ExpertRouting, expert_routing
 from solver.schema.cards import ModelCard
+from solver.schema.routing import Routing
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,6 +53,8 @@ class ModelArch:
     mla_latent: bool  # KV cache is a latent vector shared by all heads (not split by TP)
     local_window_tokens: int | None
     local_layers: int  # layers restricted to the window
+    # how the service's traffic is routed over the experts (None: balanced)
+    routing: ExpertRouting | None = None
 
     @classmethod
     def from_card(cls, card: ModelCard) -> ModelArch:
@@ -138,6 +142,21 @@ class ModelArch:
             local_window_tokens=window,
             local_layers=local_layers,
         )
+
+    def with_routing(self, routing: Routing | None) -> ModelArch:
+        """The same model served with the given routing distribution (MoE models only)."""
+        if routing is None:
+            return self
+        if not self.moe_layers:
+            raise ValueError(f"routing is for mixture-of-experts models; {self.name} is dense")
+        return replace(self, routing=expert_routing(routing, self.num_experts, self.top_k))
+
+    @property
+    def expert_routing(self) -> ExpertRouting:
+        """The routing the cost model uses: the service's, or balanced."""
+        if self.routing is not None:
+            return self.routing
+        return expert_routing(None, max(self.num_experts, 1), max(self.top_k, 1))
 
     # ---- totals -------------------------------------------------------------------------
 

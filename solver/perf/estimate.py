@@ -15,6 +15,7 @@ from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
+from solver.schema.routing import Routing
 
 Stage = Literal["prefill", "decode"]
 
@@ -66,6 +67,7 @@ def estimate(
     kv_precision: Precision | None = None,
     engine: EngineParams | None = None,
     engine_name: str | None = None,
+    routing: Routing | None = None,
 ) -> EstimateResult:
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
@@ -81,7 +83,10 @@ def estimate(
     for name, v in (("batch", batch), ("concurrency", concurrency)):
         if v is not None and v < 1:
             raise InputError(f"--{name} must be at least 1 (got {v})")
-    arch = ModelArch.from_card(model)
+    try:
+        arch = ModelArch.from_card(model).with_routing(routing)
+    except ValueError as exc:
+        raise InputError(f"--routing: {exc}") from None
     hw = HardwareTable.from_cards([hardware], engine=engine, profiles=measured_tables([hardware], engine_name))
     wcode, kcode = precision_code(precision), precision_code(kv_precision)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
@@ -105,6 +110,7 @@ def estimate(
         devices_per_instance=tp * pp * dp, precision=precision, kv_precision=kv_precision,
         math_precision=math, batch=batch, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
+        routing=arch.expert_routing.description if arch.moe_layers else None,
     )
     step = engine.step_overhead_ms * 1e-3
 

@@ -38,8 +38,11 @@ def all_reduce(bytes_, group, f: Fabric) -> np.ndarray:
     between the m islands on every device's NIC in parallel (reference/hardware.md 2.4, [M1]).
     """
     k, m, spans = group_links(group, f.su_domain)
-    intra = np.where(k > 1, f.su_lat + 2.0 * (k - 1) / k * bytes_ / f.scale_up_bw(k), 0.0)
-    inter = np.where(spans, f.so_lat + 2.0 * (m - 1) / m * (bytes_ / k) / f.so_bw, 0.0)
+    # start-up latencies: one for an all-reduce inside the domain; across domains two intra
+    # phases (reduce-scatter, all-gather) and a ring of 2(m-1) steps over the scale-out links
+    intra_lat = np.where(spans, 2.0 * f.su_lat, f.su_lat)
+    intra = np.where(k > 1, intra_lat + 2.0 * (k - 1) / k * bytes_ / f.scale_up_bw(k), 0.0)
+    inter = np.where(spans, 2.0 * (m - 1) * f.so_lat + 2.0 * (m - 1) / m * (bytes_ / k) / f.so_bw, 0.0)
     return np.where(group > 1, intra + inter, 0.0)
 
 
@@ -47,14 +50,17 @@ def all_to_all(bytes_, group, f: Fabric) -> np.ndarray:
     """All-to-all where each device sends `bytes_` spread evenly over the other devices.
 
     (n-1)/n of the bytes leave the device; the share bound for other scale-up islands crosses
-    the NIC. Time is the slower of the two links plus one start-up latency.
+    the NIC. Time is the slower of the two links plus their start-up latencies: one on the
+    scale-up fabric, and one per remote island on the scale-out link (the NIC sends one message
+    to each other node after another; GenZ charges (N-1) link latencies, reference/hardware.md
+    3.7, and DeepEP's measured low-latency dispatch grows with the rank count, 2.5).
     """
     k, m, spans = group_links(group, f.su_domain)
     n = np.maximum(group, 1)
     local_share = (k - 1) / n
     remote_share = (n - k) / n
     t_su = f.su_lat + bytes_ * local_share / f.scale_up_bw(k)
-    t_so = np.where(spans, f.so_lat + bytes_ * remote_share / f.so_bw, 0.0)
+    t_so = np.where(spans, (m - 1) * f.so_lat + bytes_ * remote_share / f.so_bw, 0.0)
     return np.where(group > 1, np.maximum(t_su, t_so), 0.0)
 
 

@@ -229,11 +229,12 @@ def stage_time(
         group = t * d  # devices of one stage; experts are spread over all of them
         moe_tp = group / e
         group_tokens = tokens * d
-        experts_here = arch.num_experts / e
-        # expected distinct experts (of this device's) touched by the group's tokens, uniform
-        # routing: E_dev * (1 - (1 - k/E)^T)
-        touched = experts_here * (1.0 - (1.0 - arch.top_k / arch.num_experts) ** group_tokens)
-        assignments = group_tokens * arch.top_k / e
+        # the busiest expert-parallel rank sets the pace (perf/routing.py): its share of the
+        # group's token-expert assignments, and the distinct experts whose weights it reads
+        routing = arch.expert_routing
+        busiest = routing.busiest_share(plans.ep)  # 1/ep under balanced routing
+        touched = routing.touched(group_tokens, plans.ep)
+        assignments = group_tokens * arch.top_k * busiest
         expert_w = arch.expert_params / moe_tp
         shared_w = arch.shared_expert_params / t
         moe = ops.roofline(
@@ -248,8 +249,10 @@ def stage_time(
         ffn = ffn + moe * moe_share
         tally.add_roofline(moe, layers_per_stage * moe_share)
         # d == 1: tokens are replicated on the TP group; experts' partial outputs are summed by
-        # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all.
-        a2a = 2.0 * ops.all_to_all(tokens * arch.top_k * h * ACT_BYTES, group, fab)
+        # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all, whose
+        # slowest rank receives `busiest * ep` times the even share.
+        a2a_bytes = tokens * arch.top_k * h * ACT_BYTES * np.maximum(busiest * e, 1.0)
+        a2a = 2.0 * ops.all_to_all(a2a_bytes, group, fab)
         moe_comm = np.where(d > 1, a2a + tp_ar, tp_ar)
         comm = comm + moe_comm * moe_share
         tally.add_roofline(np.where(d > 1, a2a, 0.0), layers_per_stage * moe_share)

@@ -47,6 +47,7 @@ class EstimateResult(Strict):
     concurrency: int | None
     input_tokens: int
     output_tokens: int
+    routing: str | None = Field(None, description="routing over experts (MoE models only)")
     fits: bool
     memory_gib_per_device: float
     memory: MemoryBreakdown

@@ -15,6 +15,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from solver.perf.engine import EngineParams
 from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
+from solver.schema.routing import Routing
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
@@ -146,6 +147,7 @@ class Service(Strict):
     workload: Workload
     slo: Slo = Slo()
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
+    routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
 
 
 class HardwareEntry(Strict):
