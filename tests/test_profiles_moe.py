@@ -108,3 +108,71 @@ def test_the_table_covers_every_moe_card_on_both_engines():
                 assert (est.source == MEASURED).all(), (hw, fw, s)
             meta = prof.provenance["moe_experts"]
             assert "balanced only" in meta.selection and meta.source.path.endswith("moe_perf.parquet")
+
+
+# ---- the stage model's MoE block (solver/perf/stages.py) -------------------------------------
+
+
+def _moe_block(routing=None, tokens=16384.0, wprec=1, hw_name="h100-sxm"):
+    """`_measured_moe` for Qwen3-235B at TP 8 / EP 8 (moe_tp 1), one rank's `tokens`."""
+    from solver import catalog
+    from solver.perf.arch import ModelArch
+    from solver.perf.engine import EngineParams
+    from solver.perf.stages import _measured_moe
+    from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
+    from solver.profiles.interp import SourceTally
+
+    card = hardware_card(hw_name)
+    hw = HardwareTable.from_cards([card], engine=EngineParams(),
+                                  profiles=ProfileSet.load([card], "trtllm"))
+    arch = ModelArch.from_card(catalog.model_card("qwen3-235b-a22b")).with_routing(routing)
+    plans = Plans.of(hw=0, tp=8, pp=1, ep=8, dp=1, batch=1, wprec=wprec, kvprec=wprec)
+    tok = np.array([tokens])
+    r = arch.expert_routing
+    busiest, touched = r.busiest_share(plans.ep), r.touched(tok, plans.ep)
+    flops = hw.gemm_flops[0, wprec]
+    mem_bw = hw.hbm_bw[0] * hw.mem_eff[0]
+    tally = SourceTally(1)
+    block = np.array([1.0])  # the block's roofline: must only appear where no table covers
+    out = _measured_moe(arch, hw.profiles, plans.hw, plans, tok, tok, np.array([1.0]), busiest,
+                        touched, flops, mem_bw, PRECISION_BYTES[plans.wprec], block, tally, 1.0)
+    router = hw.profiles.gemm(plans.hw, tok, 128, 4096, "bf16").seconds
+    return out, tally, router, busiest
+
+
+def test_balanced_prefill_takes_the_measured_experts_unchanged():
+    out, tally, router, _ = _moe_block()
+    # 16384 tokens: every local expert is read under both routings and the pairs are equal
+    np.testing.assert_allclose(out, 1455.2e-6 + router, rtol=1e-12)
+    shares = tally.shares()
+    assert shares["roofline"][0] == 0.0 and shares["extrapolated"][0] == 0.0
+
+
+def test_balanced_decode_reads_fewer_experts_than_the_collectors_spread():
+    out, tally, router, _ = _moe_block(tokens=16.0)
+    # table: 16 tokens x top-8 / EP 8 = 16 pairs spread over all 16 local experts; uniform
+    # routing touches 16 (1 - (120/128)^16) = 10.30 of them. Memory-bound (fp8 weights):
+    w = 3 * 4096 * 1536  # one expert's parameters
+    act = 16 * 2 * 4096 * 2  # pairs x (in + out) x hidden x bf16
+    touched = 16 * (1 - (120 / 128) ** 16)
+    factor = (touched * w + act) / (16 * w + act)
+    assert factor == pytest.approx(0.6443, abs=1e-4)
+    np.testing.assert_allclose(out, 123.92e-6 * factor + router, rtol=1e-9)
+    assert tally.shares()["extrapolated"][0] > 0.9
+
+
+def test_skewed_prefill_scales_by_the_busiest_rank_share():
+    from solver.schema.routing import Routing
+
+    out, tally, router, busiest = _moe_block(Routing(kind="hottest", hottest_share=0.07))
+    # compute-bound at 16384 tokens: the busiest rank computes busiest x 8 times the even share
+    assert busiest[0] * 8 == pytest.approx(1.087, abs=1e-3)  # 13.6% of the pairs on one rank of 8
+    np.testing.assert_allclose(out, 1455.2e-6 * busiest[0] * 8 + router, rtol=1e-9)
+    assert tally.shares()["extrapolated"][0] > 0.9
+
+
+def test_without_a_moe_table_the_block_roofline_stands():
+    out, tally, _, _ = _moe_block(wprec=2)  # fp4: no MoE table on Hopper
+    assert out[0] == 1.0 and tally.shares()["roofline"][0] == 1.0
+    out, tally, _, _ = _moe_block(hw_name="b200")  # no tables at all
+    assert out[0] == 1.0 and tally.shares()["roofline"][0] == 1.0

@@ -143,3 +143,14 @@ def moe_experts(prof: ProfileSet, hw, tokens, hidden: int, expert_inter: int, nu
     seconds = np.where(tokens > 0, est.seconds, 0.0)
     source = np.where(tokens > 0, est.source, MEASURED).astype(np.int8)
     return _combine([Estimate(seconds, source)], fallback)
+
+
+def moe_router_and_shared(prof: ProfileSet, hw, tokens, hidden: int, num_experts: int,
+                          shared_inter: float, tp, precision, fallback=None) -> Estimate:
+    """The rest of one MoE block's compute on one device: the router GEMM (bf16, replicated:
+    tokens x hidden -> num_experts logits) and the shared experts as a gated MLP of total width
+    `shared_inter` split over TP (0: none)."""
+    parts = [prof.gemm(hw, tokens, num_experts, hidden, "bf16")]
+    if shared_inter:
+        parts.append(dense_mlp(prof, hw, tokens, hidden, shared_inter, tp, precision))
+    return _combine(parts, fallback)
