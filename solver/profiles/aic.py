@@ -17,7 +17,7 @@ What is converted (latencies: milliseconds per call in the source, microseconds 
 | attention_generation   | attention/<fw>/<v>/generation_attention_perf   | as above; kv_tokens = isl + step |
 | allreduce              | comm/<fw>/<v'>/custom_allreduce_perf           | bf16, CUDA-graph variant when present; v' = newest version <= v that has the table |
 | collectives            | comm/nccl/<newest>/nccl_perf                   | all ops, fp16 and int8 |
-| moe_experts            | moe/<fw>/<v'>/moe_perf                         | balanced routing; bf16 and fp8_block; gated (SwiGLU) kernels; the (hidden, expert width, top-k, experts) of the MoE model cards; every measured token count, moe_tp and moe_ep; v' = newest version <= v that has the table |
+| moe_experts            | moe/<fw>/<v'>/moe_perf (vllm, trtllm)          | balanced routing; bf16 and fp8_block; gated (SwiGLU) kernels; the (hidden, expert width, top-k, experts) of the MoE model cards; every measured token count, moe_tp and moe_ep; v' = newest version <= v that has the table |
 
 `--all-shapes` keeps every GEMM shape, attention group and MoE shape (for users importing for their own
 models); the shipped files use the model-card filter.
@@ -591,13 +591,17 @@ _MOE_TIMED = {
     "vllm": "Timed: vLLM's fused experts with precomputed top-k ids and weights (activation "
             "quantisation, align/permute, grouped gate/up GEMM, SiLU-and-mul, grouped down "
             "GEMM, top-k weighted sum); top-k selection is outside the timing.",
-    "sglang": "Timed: SGLang's fused MoE experts (activation quantisation, permute, grouped "
-              "GEMMs, activation, top-k weighted sum).",
 }
 
 
 def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted | None:
-    """The routed-expert table (balanced routing, bf16 and fp8_block, gated kernels)."""
+    """The routed-expert table (balanced routing, bf16 and fp8_block, gated kernels).
+
+    vLLM and TensorRT-LLM only: their collectors' timed region is described in the provenance
+    (`_MOE_TIMED`). SGLang's moe_perf is not converted: its collector times a different region
+    (top-k selection inside, its own repeat loop) with its own dtype labels, not checked here."""
+    if framework not in _MOE_TIMED:
+        return None
     base = systems / "data" / system / "moe" / framework
     usable = [v for v in _versions(base)
               if (base / v / "moe_perf.parquet").is_file() and _version_key(v) <= _version_key(version)]
@@ -647,7 +651,7 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
         "moe_experts", text, len(out), systems=systems, path=path, pkg_version=pkg_version,
         system=system, device=_one(rows, "device"), framework=framework,
         version=v, software=_software(meta), collected_on=_collected_on(meta, "moe_perf"),
-        method=_MOE_METHOD.format(fw=framework, timed=_MOE_TIMED.get(framework, "")),
+        method=_MOE_METHOD.format(fw=framework, timed=_MOE_TIMED[framework]),
         selection=(
             f"kernels {kernels}; routing {', '.join(_MOE_DISTRIBUTIONS)} only (the power-law rows "
             "time random skewed draws with the most loaded EP rank moved to rank 0, not a "
