@@ -82,6 +82,7 @@ def test_import_writes_loadable_profiles(tmp_path):
     paths = import_aic("h100_sxm", "sglang", source=AIC, out_dir=tmp_path,
                        models=["llama-3.1-8b"])
     assert {p.name for p in paths} >= {"gemm.csv", "attention_context.csv", "attention_generation.csv"}
+    assert "moe_experts.csv" not in {p.name for p in paths}  # a dense card needs no MoE table
     for p in paths:
         t = load_table(p)
         assert t.provenance.framework in ("sglang", "nccl")
@@ -91,6 +92,31 @@ def test_import_writes_loadable_profiles(tmp_path):
     assert est.source[0] <= 1
     # the 8B-only filter keeps fewer shapes than the shipped all-cards one
     assert load_table(tmp_path / "h100-sxm" / "sglang" / "gemm.csv").provenance.rows < 20000
+
+
+@needs_aic
+def test_moe_import_keeps_the_cards_shapes_balanced_routing_and_two_formats(tmp_path):
+    from solver.profiles.aic import import_aic, read_parquet
+
+    paths = import_aic("h100_sxm", "trtllm", version="1.3.0rc20", source=AIC, out_dir=tmp_path,
+                       models=["qwen3-235b-a22b"])
+    t = load_table(next(p for p in paths if p.name == "moe_experts.csv"))
+    c = t.columns
+    assert set(c["distribution"]) == {"balanced"} and set(c["dtype"]) == {"bf16", "fp8_block"}
+    assert set(zip(c["hidden_size"], c["inter_size"], c["topk"], c["num_experts"])) == {(4096, 1536, 8, 128)}
+    # every balanced bf16 / fp8_block row of that shape in the source, latency ms -> us
+    src = read_parquet(AIC / "data/h100_sxm/moe/trtllm/1.3.0rc20/moe_perf.parquet")
+    keep = [i for i in range(len(src["latency"]))
+            if src["distribution"][i] == "balanced" and src["moe_dtype"][i] in ("bfloat16", "fp8_block")
+            and (src["hidden_size"][i], src["inter_size"][i], src["topk"][i], src["num_experts"][i])
+            == (4096, 1536, 8, 128)]
+    assert t.provenance.rows == len(keep) > 1000
+    i = keep[0]
+    row = ((c["num_tokens"] == src["num_tokens"][i]) & (c["moe_tp"] == src["moe_tp_size"][i])
+           & (c["moe_ep"] == src["moe_ep_size"][i])
+           & (c["dtype"] == {"bfloat16": "bf16"}.get(src["moe_dtype"][i], src["moe_dtype"][i])))
+    assert c["latency_us"][row][0] == pytest.approx(src["latency"][i] * 1000, rel=1e-4)
+    assert "balanced only" in t.provenance.selection and "Not timed" in t.provenance.collection_method
 
 
 @needs_aic

@@ -9,7 +9,9 @@ batching mixes them. Per layer we charge:
 - attention: decode reads every sequence's KV; prefill is quadratic in the prompt (causal pairs),
   bounded by the window on chunked / sliding layers; MLA decode works on the latent cache;
 - the MLP (dense) or the MoE block (router, experts sized by the tokens routed to a device, the
-  weights of the experts actually touched, shared experts);
+  weights of the experts actually touched, shared experts; measured routed-expert kernels where
+  a `moe_experts` table covers the model, rescaled from the collector's balanced routing to the
+  modelled one, see `_measured_moe`);
 - tensor-parallel all-reduces (attention out, MLP out) and, with attention data parallelism, the
   MoE dispatch/combine all-to-all;
 - a fixed cost per kernel.
@@ -28,7 +30,7 @@ from solver.perf import ops
 from solver.perf.arch import ModelArch
 from solver.perf.engine import EngineParams
 from solver.perf.tables import ACT_BYTES, PRECISION_BYTES, HardwareTable, Plans
-from solver.profiles import ROOFLINE, SourceTally, hooks
+from solver.profiles import EXTRAPOLATED, ROOFLINE, Estimate, SourceTally, hooks
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,62 @@ def _window_pairs(tokens, prompt, chunk, window):
     w = float(window)
     bounded = (w * (w + 1.0) / 2.0 + (s - w) * w) / s
     return tokens * np.where(s <= w, (s + 1.0) / 2.0, bounded)
+
+
+# the measured expert time is rescaled (hold the kernel's efficiency, scale by the roofline) when
+# the modelled routing differs from the collector's; a factor within 1% of one counts as none
+_ROUTING_TOLERANCE = 0.01
+
+
+def _measured_moe(arch: ModelArch, prof, i, plans: Plans, tokens, group_tokens, moe_tp, busiest,
+                  touched, flops, mem_bw, b_w, block, tally: SourceTally, weight) -> np.ndarray:
+    """One MoE block's compute from measured tables: routed experts (`hooks.moe_experts`), the
+    shared expert and the router (GEMM tables); `block` (the block's roofline) stands where the
+    routed experts have no table, so hardware or precisions without MoE tables keep the
+    analytic model exactly.
+
+    The expert table was timed under the collector's balanced routing: the device computes
+    T k / ep token-expert pairs and reads clip(T k / ep, 1, E / ep) experts (tokens spread over
+    as many experts as possible). The stage's routing model (perf/routing.py) gives the busiest
+    rank's pairs (T k busiest_share) and the experts it reads (`touched`: uniform-random or
+    skewed routing touches fewer experts than the collector's spread at small T, and a hot rank
+    computes more pairs). The measured time is scaled by the roofline ratio of the two (the
+    kernel's achieved efficiency held), and flagged extrapolated where that ratio is not ~1."""
+    h = float(arch.hidden)
+    e = plans.ep.astype(float)
+    t = plans.tp.astype(float)
+    expert_inter = int(round(arch.expert_params / (3.0 * h)))
+    expert_w = arch.expert_params / moe_tp
+    pairs_model = group_tokens * arch.top_k * busiest
+    pairs_table = group_tokens * arch.top_k / e
+    read_table = np.clip(pairs_table, 1.0, arch.num_experts / e)
+
+    def routed_roofline(pairs, read):
+        return ops.roofline(2.0 * pairs * expert_w, read * expert_w * b_w + pairs * 2.0 * h * ACT_BYTES,
+                            flops, mem_bw, 0.0)
+
+    modelled = routed_roofline(pairs_model, touched)
+    factor = modelled / np.maximum(routed_roofline(pairs_table, read_table), 1e-30)
+    routed = hooks.moe_experts(prof, i, group_tokens, arch.hidden, expert_inter, arch.num_experts,
+                               arch.top_k, moe_tp, plans.ep, plans.wprec, fallback=modelled)
+    covered = routed.source != ROOFLINE
+    scaled = np.abs(factor - 1.0) > _ROUTING_TOLERANCE
+    routed_s = np.where(covered, routed.seconds * factor, routed.seconds)
+    routed_src = np.where(covered & scaled, np.maximum(routed.source, EXTRAPOLATED), routed.source)
+
+    shared_w = arch.shared_expert_params / t
+    rest_fb = ops.roofline(2.0 * tokens * (shared_w + arch.router_params),
+                           shared_w * b_w + arch.router_params * ACT_BYTES + tokens * 2.0 * h * ACT_BYTES,
+                           flops, mem_bw, 0.0)
+    rest = hooks.moe_router_and_shared(prof, i, tokens, arch.hidden, arch.num_experts,
+                                       arch.shared_expert_params / (3.0 * h), t, plans.wprec,
+                                       fallback=rest_fb)
+    # where the routed experts have no table the block keeps its own (single) roofline
+    z = np.zeros_like(routed_s)
+    tally.add(Estimate(np.where(covered, routed_s, z), routed_src.astype(np.int8)), weight)
+    tally.add(Estimate(np.where(covered, rest.seconds, z), rest.source), weight)
+    tally.add_roofline(np.where(covered, z, block), weight)
+    return np.where(covered, routed_s + rest.seconds, block)
 
 
 def stage_time(
@@ -246,8 +304,12 @@ def stage_time(
             mem_bw,
             0.0,
         )
+        if prof is not None and arch.gated_mlp:
+            moe = _measured_moe(arch, prof, i, plans, tokens, group_tokens, moe_tp, busiest, touched,
+                                flops, mem_bw, b_w, moe, tally, layers_per_stage * moe_share)
+        else:
+            tally.add_roofline(moe, layers_per_stage * moe_share)
         ffn = ffn + moe * moe_share
-        tally.add_roofline(moe, layers_per_stage * moe_share)
         # d == 1: tokens are replicated on the TP group; experts' partial outputs are summed by
         # the same all-reduce a dense MLP needs. d > 1: dispatch and combine all-to-all. The
         # tokens of an attention rank are replicated on its t TP devices, so each device

@@ -39,7 +39,8 @@ from solver.errors import InputError
 FORMAT = "fleetplan-profile/1"
 
 Family = Literal[
-    "gemm", "attention_context", "attention_generation", "allreduce", "collectives"
+    "gemm", "attention_context", "attention_generation", "allreduce", "collectives",
+    "moe_experts",
 ]
 
 
@@ -98,9 +99,23 @@ FAMILIES: dict[str, FamilySpec] = {
         "all_reduce, all_gather, reduce_scatter or alltoall; message_bytes is the per-GPU "
         "buffer size that nccl-tests reports as size.",
     ),
+    "moe_experts": FamilySpec(
+        "moe_experts",
+        keys=("dtype", "distribution", "hidden_size", "inter_size", "topk", "num_experts"),
+        axes=("num_tokens", "moe_tp", "moe_ep"),
+        doc="The routed-expert computation of one MoE layer on one device (no router GEMM, no "
+        "shared expert, no all-to-all or all-reduce): `num_tokens` tokens enter the layer "
+        "across the whole MoE group (every device sees them all, as with TP or after an "
+        "all-gather); the device holds num_experts / moe_ep experts (EP rank 0) of "
+        "inter_size / moe_tp columns each and computes the token-expert pairs routed to them. "
+        "distribution: the synthetic routing the kernel was timed under (balanced: round-robin "
+        "top-k, every device the same share). dtype: bf16, or fp8_block (128x128 "
+        "block-scaled FP8 weights, per-token-group FP8 activations).",
+    ),
 }
 
-INT_KEYS = {"num_heads", "num_kv_heads", "head_dim", "num_gpus"}
+INT_KEYS = {"num_heads", "num_kv_heads", "head_dim", "num_gpus", "hidden_size", "inter_size",
+            "topk", "num_experts"}
 
 
 class Source(BaseModel):

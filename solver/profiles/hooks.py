@@ -123,3 +123,34 @@ def tp_allreduce(prof: ProfileSet, hw, tokens, hidden: int, tp, domain, fallback
     seconds = np.where(tp > 1, est.seconds, 0.0)
     source = np.where(tp > 1, np.where(inside, est.source, ROOFLINE), MEASURED).astype(np.int8)
     return _combine([Estimate(seconds, source)], fallback)
+
+
+def moe_experts(prof: ProfileSet, hw, tokens, hidden: int, expert_inter: int, num_experts: int,
+                top_k: int, moe_tp, ep, precision, fallback=None) -> Estimate:
+    """The routed-expert computation of one MoE layer on one device, balanced routing.
+
+    `tokens`: the tokens entering the layer across the whole MoE group (the group's devices
+    all see them: replicated by TP, or gathered across attention-DP ranks), as the table was
+    measured. The device holds num_experts / ep experts, each expert_inter / moe_tp wide, and
+    computes the token-expert pairs routed to them: activation quantisation, permutation, the
+    grouped gate/up and down GEMMs, the activation and the top-k weighted sum (TensorRT-LLM's
+    rows also include the top-k routing kernel). Not included: the router GEMM, shared experts,
+    dispatch/combine all-to-all, the TP all-reduce. Shapes, precisions (fp4) or hardware without
+    a measured table keep the `fallback` (source ROOFLINE)."""
+    tokens = np.asarray(tokens, dtype=float)
+    est = prof.moe_experts(hw, np.maximum(tokens, 1.0), moe_tp, ep, precision, hidden_size=hidden,
+                           inter_size=expert_inter, topk=top_k, num_experts=num_experts)
+    seconds = np.where(tokens > 0, est.seconds, 0.0)
+    source = np.where(tokens > 0, est.source, MEASURED).astype(np.int8)
+    return _combine([Estimate(seconds, source)], fallback)
+
+
+def moe_router_and_shared(prof: ProfileSet, hw, tokens, hidden: int, num_experts: int,
+                          shared_inter: float, tp, precision, fallback=None) -> Estimate:
+    """The rest of one MoE block's compute on one device: the router GEMM (bf16, replicated:
+    tokens x hidden -> num_experts logits) and the shared experts as a gated MLP of total width
+    `shared_inter` split over TP (0: none)."""
+    parts = [prof.gemm(hw, tokens, num_experts, hidden, "bf16")]
+    if shared_inter:
+        parts.append(dense_mlp(prof, hw, tokens, hidden, shared_inter, tp, precision))
+    return _combine(parts, fallback)

@@ -81,6 +81,17 @@ def _dtype_names(precision) -> np.ndarray:
     return p.astype(str)
 
 
+# fleetplan weight precision -> the MoE table's weight format: FP8 MoE checkpoints are
+# block-scaled (DeepSeek-V3/R1, Qwen3-*-FP8: 128x128 blocks), so fp8 reads the fp8_block rows
+MOE_DTYPES = {"bf16": "bf16", "fp8": "fp8_block", "fp4": "fp4"}
+
+
+def _moe_dtype_names(precision) -> np.ndarray:
+    names = _dtype_names(precision)
+    return np.array([MOE_DTYPES.get(str(p), str(p)) for p in names.ravel()],
+                    dtype=object).reshape(names.shape)
+
+
 @dataclass
 class OperatorProfiles:
     """The tables of one hardware type and serving engine (any may be missing)."""
@@ -184,6 +195,18 @@ class OperatorProfiles:
     def _collective(self, message_bytes, num_gpus, fallback=None, op: str = "all_reduce") -> Estimate:
         return self.collective(op, message_bytes, num_gpus, fallback)
 
+    def moe_experts(self, num_tokens, moe_tp, moe_ep, precision="bf16", *, hidden_size: int,
+                    inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",
+                    fallback=None) -> Estimate:
+        """The routed experts of one MoE layer on one device: `num_tokens` tokens entering the
+        layer across the MoE group, experts split `moe_ep` ways, each expert's width split
+        `moe_tp` ways (`inter_size` is the whole width). Precision fp8 reads the block-scaled
+        FP8 rows (`MOE_DTYPES`). Shapes not measured exactly answer the fallback."""
+        keys = {"dtype": _moe_dtype_names(precision), "distribution": distribution,
+                "hidden_size": hidden_size, "inter_size": inter_size, "topk": topk,
+                "num_experts": num_experts}
+        return self._query("moe_experts", keys, [num_tokens, moe_tp, moe_ep], fallback)
+
 
 @dataclass
 class ProfileSet:
@@ -232,3 +255,10 @@ class ProfileSet:
 
     def collective(self, hw, op: str, message_bytes, num_gpus, fallback=None) -> Estimate:
         return self._each("_collective", hw, [message_bytes, num_gpus], fallback, op=op)
+
+    def moe_experts(self, hw, num_tokens, moe_tp, moe_ep, precision, *, hidden_size: int,
+                    inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",
+                    fallback=None) -> Estimate:
+        return self._each("moe_experts", hw, [num_tokens, moe_tp, moe_ep, _dtype_names(precision)],
+                          fallback, hidden_size=hidden_size, inter_size=inter_size, topk=topk,
+                          num_experts=num_experts, distribution=distribution)

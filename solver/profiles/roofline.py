@@ -101,10 +101,28 @@ def collectives(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarra
     return peaks.link_lat + factor * (n - 1.0) / n * size / peaks.link_bw
 
 
+def moe_experts(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """Gated experts (gate+up and down: 3 matrices of hidden x inter/moe_tp) on one device.
+
+    Balanced routing as the collectors time it: the device computes tokens * topk / moe_ep
+    token-expert pairs and reads the weights of the experts they touch, spread as widely as
+    possible (clip(pairs, 1, experts / moe_ep) local experts)."""
+    dtype, _distribution, hidden, inter, topk, experts = key
+    tokens, tp, ep = (np.asarray(x, dtype=float) for x in xs)
+    width = float(inter) / tp
+    pairs = tokens * float(topk) / ep
+    touched = np.clip(pairs, 1.0, float(experts) / ep)
+    flops = 2.0 * pairs * 3.0 * float(hidden) * width
+    traffic = (touched * 3.0 * float(hidden) * width * _bytes(dtype)
+               + (2.0 * tokens + 2.0 * pairs) * float(hidden) * ACT_BYTES)
+    return np.maximum(flops / peaks.flops_of(str(dtype)), traffic / peaks.hbm_bw)
+
+
 FAMILY_ROOFLINES = {
     "gemm": gemm,
     "attention_context": attention_context,
     "attention_generation": attention_generation,
     "allreduce": allreduce,
     "collectives": collectives,
+    "moe_experts": moe_experts,
 }

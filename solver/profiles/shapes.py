@@ -99,6 +99,27 @@ def attention_groups(card: ModelCard, tp_degrees: Sequence[int] = TP_DEGREES) ->
     return sorted(out)
 
 
+@dataclass(frozen=True, slots=True, order=True)
+class MoEShape:
+    """The routed experts of one MoE layer: hidden size, expert width (whole, before any
+    expert tensor parallelism), experts per token, routed experts."""
+
+    hidden_size: int
+    inter_size: int
+    topk: int
+    num_experts: int
+
+
+def moe_shapes(card: ModelCard) -> list[MoEShape]:
+    """The routed-expert shape of a MoE card (none for a dense card). Expert and tensor
+    parallelism are axes of the measured table, not part of the shape."""
+    moe = card.moe
+    if moe is None:
+        return []
+    return [MoEShape(card.hidden_size, moe.expert_intermediate_size, moe.experts_per_token,
+                     moe.num_experts)]
+
+
 def bracket(values: Iterable[int], grid: Sequence[int]) -> set[int]:
     """The grid values that bracket each of `values`: the value itself when measured,
     otherwise the nearest measured value on each side (one side at the edges)."""
