@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from solver import catalog
 from solver.errors import InputError
@@ -111,3 +115,45 @@ def parse_problem(text: str, where: str = "<problem>") -> ResolvedProblem:
     if not isinstance(doc.data, dict):
         raise InputError(f"{where}:1: expected a mapping of problem fields at the top level")
     return resolve(validate_doc(Problem, doc), doc)
+
+
+def derive(
+    rp: ResolvedProblem,
+    *,
+    demand_scale: float = 1.0,
+    prices: Mapping[str, float] | None = None,
+    objective: Literal["min_cost", "max_throughput"] | None = None,
+) -> ResolvedProblem:
+    """A variant of a resolved problem for what-if questions, without resolving cards again:
+    every service's `qps` multiplied by `demand_scale`, the price per device-hour of the named
+    hardware types replaced, and/or another objective. Everything else (cards, supplies,
+    budget, search space, SLOs) is the same object. The caller passes positive finite values;
+    a max_throughput variant must be bounded by a budget, a power cap or finite supplies (the
+    caller checks, as the problem file's validator would)."""
+    if not (math.isfinite(demand_scale) and demand_scale > 0):
+        raise ValueError(f"demand_scale must be positive and finite, got {demand_scale}")
+    problem = rp.problem
+    update: dict = {}
+    if demand_scale != 1.0:
+        update["services"] = [
+            s.model_copy(update={"workload": s.workload.model_copy(
+                update={"qps": s.workload.qps * demand_scale})})
+            for s in problem.services
+        ]
+    new_prices = rp.prices
+    if prices:
+        names = rp.hardware_names
+        unknown = sorted(set(prices) - set(names))
+        if unknown:
+            raise ValueError(f"unknown hardware {unknown}; the problem has {list(names)}")
+        if not all(math.isfinite(v) and v > 0 for v in prices.values()):
+            raise ValueError(f"prices must be positive and finite, got {dict(prices)}")
+        new_prices = tuple(prices.get(n, p) for n, p in zip(names, rp.prices))
+        update["hardware"] = [
+            h.model_copy(update={"price_per_hour": p}) for h, p in zip(problem.hardware, new_prices)
+        ]
+    if objective is not None:
+        update["objective"] = objective
+    if not update:
+        return rp
+    return dataclasses.replace(rp, problem=problem.model_copy(update=update), prices=new_prices)
