@@ -117,6 +117,9 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="bisect each change to this width, USD per device-hour (default 0.001)")
     ps.add_argument("--max-solves", type=_positive, default=200,
                     help="stop bisecting after this many plans in all (default 200)")
+    ps.add_argument("--compare", choices=["devices", "types"],
+                    help="a change of mix: another device count of some type (default for "
+                    "min_cost) or another set of types used (default for max_throughput)")
     ps.add_argument("--format", choices=["table", "json"], default="table")
     ps.add_argument("--out-json", help="also write the JSON document to this file")
     _question_solver_args(ps)
@@ -203,7 +206,7 @@ def _cmd_price_sweep(a: argparse.Namespace) -> int:
     rp = load_problem(_problem_path(a.problem))
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = price_sweep(rp, a.hardware, a.price_from, a.price_to, a.steps, a.tolerance,
-                      a.max_solves, opts, timings=not a.no_timings)
+                      a.max_solves, opts, timings=not a.no_timings, compare=a.compare)
     js = views.to_json(doc)
     _emit(a, js if a.format == "json" else views.price_table(doc), js)
     return 0 if any_feasible(doc) else 1

@@ -76,10 +76,10 @@ def brute_min_cost(qps: float, pa: float = 2.5, pb: float = 3.5, budget: float |
     return best
 
 
-def brute_max_scale(qps: float, budget: float) -> int:
+def brute_max_scale(qps: float, budget: float, pb: float = 3.5) -> int:
     ca, cb = two_rows()
     d = ints.demand(qps)
-    ka, kb = int(ints.cost(2.5)), int(ints.cost(3.5))
+    ka, kb = int(ints.cost(2.5)), int(ints.cost(pb))
     return max(ints.SCALE_UNIT * (a * ca + b * cb) // d
                for a, b in pairs() if a * ka + b * kb <= ints.budget(budget))
 
@@ -305,7 +305,8 @@ def test_price_breakpoint_by_hand_one_instance_of_either():
     ca, cb = two_rows()
     assert min(ca, cb) >= 15_000
     doc = price_sweep(small(15), "h200-sxm", 1.0, 4.0, steps=6, tolerance=0.001, opts=OPTS, timings=False)
-    assert [r.devices_by_type for r in doc.ranges] == [{"h200-sxm": 1}, {"h100-sxm": 1}]
+    assert [r.devices_by_type_from for r in doc.ranges] == [{"h200-sxm": 1}, {"h100-sxm": 1}]
+    assert all(r.devices_by_type_to == r.devices_by_type_from for r in doc.ranges)
     (c,) = doc.changes
     assert c.how == "cost lines cross" and c.price_per_hour == pytest.approx(2.5, abs=1e-9)
     assert c.below_per_hour <= 2.5 <= c.above_per_hour and c.above_per_hour - c.below_per_hour <= 0.001
@@ -332,7 +333,7 @@ def test_price_breakpoints_match_the_lower_envelope_of_the_candidates():
     for r in doc.ranges:  # each range's fleet is the brute-force optimum at both ends
         for price, cost in ((r.price_from_per_hour, r.cost_from_per_hour), (r.price_to_per_hour, r.cost_to_per_hour)):
             _, ab = brute_min_cost(290, pb=price)
-            assert r.devices_by_type == mix(ab)
+            assert r.devices_by_type_from == r.devices_by_type_to == mix(ab)
             assert cost == pytest.approx(2.5 * ab[0] + price * ab[1], abs=1e-6)
     prices = [p.price_per_hour for p in doc.points]
     assert prices == sorted(prices) and len(set(prices)) == len(prices)
@@ -351,3 +352,26 @@ def test_price_sweep_reports_infeasible_ranges():
     assert c.how == "bracket midpoint"
     bad = [p for p in doc.points if p.status == "infeasible"]
     assert bad and all(any("budget" in r for r in p.infeasible_because) for p in bad)
+
+
+def test_price_sweep_of_a_max_throughput_problem_compares_the_types_used():
+    """$20/hour buys the most traffic from H200s up to $2.50 each (8 of them, about 160 QPS,
+    beat 8 H100s' 150 QPS) and from H100s above (7 H200s serve only about 140 QPS): whole
+    devices within the budget move the change below the per-QPS parity of about $2.66. Every
+    point's scale is the brute-force maximum at its price."""
+    rp = parse_problem(small_problem(100, budget=20).replace("objective: min_cost",
+                                                             "objective: max_throughput"), "<mt>")
+    doc = price_sweep(rp, "h200-sxm", 1.0, 4.0, steps=6, tolerance=0.01, opts=OPTS, timings=False)
+    assert doc.compare == "types"
+    assert doc.ranges[0].types == ["h200-sxm"] and doc.ranges[-1].types == ["h100-sxm"]
+    for a, b in zip(doc.ranges, doc.ranges[1:]):
+        assert a.types != b.types
+    for p in doc.points:
+        rng = next(r for r in doc.ranges if r.price_from_per_hour <= p.price_per_hour <= r.price_to_per_hour)
+        assert sorted(p.devices_by_type) == rng.types
+        assert p.throughput_scale == brute_max_scale(100, 20, pb=p.price_per_hour) / ints.SCALE_UNIT
+    ca, cb = two_rows()
+    assert 8 * cb > 8 * ca > 7 * cb  # the derivation's premise, from the candidates
+    (c,) = doc.changes
+    assert c.below_per_hour <= 2.5 < c.above_per_hour and c.resolved
+    assert 2.5 < 2.5 * cb / ca  # below the per-QPS parity

@@ -124,7 +124,8 @@ def test_price_sweep_end_to_end(tmp_path):
             "--steps", "6", "--out-json", str(js))
     assert r.returncode == 0, r.stderr
     doc = PriceSweepResult.model_validate_json(js.read_text())
-    assert [x.devices_by_type for x in doc.ranges] == [{"h200-sxm": 1}, {"h100-sxm": 1}]
+    assert [x.devices_by_type_from for x in doc.ranges] == [{"h200-sxm": 1}, {"h100-sxm": 1}]
+    assert doc.compare == "devices"
     assert doc.changes[0].price_per_hour == pytest.approx(2.5)
     assert "mix changes at h200-sxm $2.5000/h (cost lines cross" in r.stdout
     assert "h200-sxm x 1" in r.stdout and "h100-sxm x 1" in r.stdout

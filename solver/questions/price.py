@@ -2,7 +2,10 @@
 
 The problem is planned as given (its objective, demand, budget and supplies) with the swept
 type's price per device-hour at `steps + 1` evenly spaced grid prices from `price_from` to
-`price_to`. The mix of a plan is its devices by type (or "infeasible"). Wherever two
+`price_to`. The mix of a plan is, with `compare="devices"` (the default for min_cost), its
+device count per type; with `compare="types"` (the default for max_throughput, where every
+device the budget buys changes the counts), the set of types it uses; an infeasible plan has
+the mix "infeasible". Wherever two
 neighbouring solved prices give different mixes, the interval is bisected (one more plan at
 its midpoint, then each half that still differs) until the bracket is at most `tolerance`
 wide, so every change between grid points is located, and a change that happens twice inside
@@ -23,7 +26,7 @@ from solver.fleet.solve import SolveOptions
 from solver.problem import ResolvedProblem
 from solver.questions.replan import Replanner
 from solver.schema.problem import MAX_PRICE
-from solver.schema.questions import PriceChange, PricePoint, PriceRange, PriceSweepResult
+from solver.schema.questions import Compare, PriceChange, PricePoint, PriceRange, PriceSweepResult
 from solver.schema.result import PlanResult
 
 MAX_STEPS = 1000
@@ -31,11 +34,15 @@ DEFAULT_TOLERANCE = 0.001  # USD per device-hour
 DEFAULT_MAX_SOLVES = 200
 STATUS_ORDER = {"optimal": 0, "feasible": 1, "infeasible": 2}
 
-Mix = tuple[tuple[str, int], ...] | None  # devices by type, None when infeasible
+Mix = tuple | None  # devices by type, or the types used; None when infeasible
 
 
-def mix_of(p: PricePoint) -> Mix:
-    return None if p.status == "infeasible" else tuple(sorted(p.devices_by_type.items()))
+def mix_of(p: PricePoint, compare: Compare) -> Mix:
+    if p.status == "infeasible":
+        return None
+    if compare == "types":
+        return tuple(sorted(k for k, n in p.devices_by_type.items() if n))
+    return tuple(sorted(p.devices_by_type.items()))
 
 
 def _point(price: float, source: str, doc: PlanResult) -> PricePoint:
@@ -84,7 +91,9 @@ def _range(pts: list[PricePoint]) -> PriceRange:
     return PriceRange(
         price_from_per_hour=a.price_per_hour, price_to_per_hour=b.price_per_hour,
         status=max((p.status for p in pts), key=STATUS_ORDER.__getitem__),
-        devices_by_type=dict(a.devices_by_type), total_devices=a.total_devices,
+        types=sorted(k for k, n in a.devices_by_type.items() if n),
+        devices_by_type_from=dict(a.devices_by_type), devices_by_type_to=dict(b.devices_by_type),
+        total_devices_from=a.total_devices, total_devices_to=b.total_devices,
         cost_from_per_hour=a.cost_per_hour, cost_to_per_hour=b.cost_per_hour,
         throughput_scale_from=a.throughput_scale, throughput_scale_to=b.throughput_scale,
         points=len(pts),
@@ -105,6 +114,7 @@ def price_sweep(
     max_solves: int = DEFAULT_MAX_SOLVES,
     opts: SolveOptions = SolveOptions(),
     timings: bool = True,
+    compare: Compare | None = None,
 ) -> PriceSweepResult:
     names = rp.hardware_names
     if hardware not in names:
@@ -120,6 +130,8 @@ def price_sweep(
         raise InputError(f"steps must be 1..{MAX_STEPS}, got {steps}")
     if not tolerance > 0:
         raise InputError(f"tolerance must be positive, got {tolerance:g}")
+    if compare is None:
+        compare = "devices" if rp.problem.objective == "min_cost" else "types"
     rep = Replanner(rp, opts, timings)
 
     def solve_at(price: float, source: str) -> PricePoint:
@@ -131,7 +143,7 @@ def price_sweep(
     stack = [(pts[i], pts[i + 1]) for i in range(len(pts) - 1)]
     while stack:
         a, b = stack.pop()
-        if mix_of(a) == mix_of(b) or b.price_per_hour - a.price_per_hour <= tolerance * (1 + 1e-9):
+        if mix_of(a, compare) == mix_of(b, compare) or b.price_per_hour - a.price_per_hour <= tolerance * (1 + 1e-9):
             continue
         mid = round((a.price_per_hour + b.price_per_hour) / 2, 6)
         if mid in (a.price_per_hour, b.price_per_hour):
@@ -147,7 +159,7 @@ def price_sweep(
     changes: list[PriceChange] = []
     run = [pts[0]]
     for prev, p in zip(pts, pts[1:]):
-        if mix_of(p) == mix_of(prev):
+        if mix_of(p, compare) == mix_of(prev, compare):
             run.append(p)
             continue
         ranges.append(_range(run))
@@ -156,7 +168,7 @@ def price_sweep(
     ranges.append(_range(run))
     complete = complete and all(c.resolved for c in changes)
     return PriceSweepResult(
-        problem=rp.name, objective=rp.problem.objective, hardware=hardware,
+        problem=rp.name, objective=rp.problem.objective, hardware=hardware, compare=compare,
         base_price_per_hour=base, price_from_per_hour=round(lo, 6), price_to_per_hour=round(hi, 6),
         steps=steps, tolerance_per_hour=tolerance, complete=complete, points=pts, ranges=ranges,
         changes=changes, solver=rep.info(),

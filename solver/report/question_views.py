@@ -74,14 +74,19 @@ def price_table(doc: PriceSweepResult) -> str:
     out = [f"{doc.problem} ({doc.objective}): {doc.hardware} priced ${doc.price_from_per_hour:g} to "
            f"${doc.price_to_per_hour:g} per device-hour (the problem's price: "
            f"${doc.base_price_per_hour:g}); {doc.steps + 1} grid prices, bisection to "
-           f"${doc.tolerance_per_hour:g}", ""]
+           f"${doc.tolerance_per_hour:g}; a change of mix: "
+           + ("another device count of some type" if doc.compare == "devices" else "another set of types used"), ""]
     rows = []
     for r in doc.ranges:
         cost = (_money(r.cost_from_per_hour) if r.cost_from_per_hour == r.cost_to_per_hour
                 else f"{_money(r.cost_from_per_hour)} - {_money(r.cost_to_per_hour)}")
+        same = r.devices_by_type_from == r.devices_by_type_to
+        mix = (mix_text(r.devices_by_type_from) if same else
+               f"{mix_text(r.devices_by_type_from)} .. {mix_text(r.devices_by_type_to)}")
+        devices = (r.total_devices_from if r.total_devices_from == r.total_devices_to
+                   else f"{r.total_devices_from} .. {r.total_devices_to}")
         row = [f"{r.price_from_per_hour:.4f} - {r.price_to_per_hour:.4f}",
-               mix_text(r.devices_by_type) if r.status != "infeasible" else "no plan",
-               r.total_devices, cost, r.status]
+               mix if r.status != "infeasible" else "no plan", devices, cost, r.status]
         if doc.objective == "max_throughput":
             row.insert(4, "-" if r.throughput_scale_from is None else
                        f"{r.throughput_scale_from:g} - {r.throughput_scale_to:g}")

@@ -100,14 +100,20 @@ class PricePoint(Strict):
     infeasible_because: list[str]
 
 
+Compare = Literal["devices", "types"]
+
+
 class PriceRange(Strict):
-    """Consecutive solved prices with the same mix (devices by type)."""
+    """Consecutive solved prices with the same mix (see PriceSweepResult.compare)."""
 
     price_from_per_hour: float
     price_to_per_hour: float
     status: Status = Field(description="the weakest status of its points")
-    devices_by_type: dict[str, int]
-    total_devices: int | None
+    types: list[str] = Field(description="the hardware types the plans use")
+    devices_by_type_from: dict[str, int] = Field(description="the plan at price_from_per_hour")
+    devices_by_type_to: dict[str, int] = Field(description="the plan at price_to_per_hour")
+    total_devices_from: int | None
+    total_devices_to: int | None
     cost_from_per_hour: float | None
     cost_to_per_hour: float | None
     throughput_scale_from: float | None
@@ -136,6 +142,11 @@ class PriceSweepResult(Strict):
     problem: str
     objective: Literal["min_cost", "max_throughput"]
     hardware: str
+    compare: Compare = Field(
+        description="what counts as a change of mix: devices (the device count of each type; "
+        "the default for min_cost) or types (which types are used; the default for "
+        "max_throughput, whose device counts change with every device the budget buys)"
+    )
     base_price_per_hour: float = Field(description="the problem's own price of the swept type")
     price_from_per_hour: float
     price_to_per_hour: float
