@@ -5,11 +5,11 @@ type's price per device-hour at `steps + 1` evenly spaced grid prices from `pric
 `price_to`. The mix of a plan is, with `compare="devices"` (the default for min_cost), its
 device count per type; with `compare="types"` (the default for max_throughput, where every
 device the budget buys changes the counts), the set of types it uses; an infeasible plan has
-the mix "infeasible". Wherever two
-neighbouring solved prices give different mixes, the interval is bisected (one more plan at
-its midpoint, then each half that still differs) until the bracket is at most `tolerance`
-wide, so every change between grid points is located, and a change that happens twice inside
-one grid step (A -> B -> A) is missed only when no bisection point falls between.
+the mix "infeasible". Wherever two neighbouring solved prices give different mixes, the
+interval is bisected (one more plan at its midpoint, then each half that still differs) until
+the bracket is at most `tolerance` wide, so every change between grid points is located; a
+change and its reversal inside one grid step (A -> B -> A) are missed unless a bisection
+point falls between them. `max_solves` caps the plans in all (grid included).
 
 For min_cost problems the change point is estimated exactly where the two neighbouring fleets'
 cost lines cross: each fleet's cost is linear in the swept price (its other devices' cost plus

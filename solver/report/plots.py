@@ -19,10 +19,7 @@ def require_matplotlib(flag: str) -> None:
 
 def frontier_png(doc: FrontierResult, path: str, flag: str = "--plot") -> None:
     require_matplotlib(flag)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
+    from matplotlib.figure import Figure  # no pyplot: no global backend or figure state
 
     fig = Figure(figsize=(9, 5.5), dpi=110)
     ax = fig.add_subplot()

@@ -64,7 +64,9 @@ def frontier_table(doc: FrontierResult) -> str:
         b = lim.beyond
         if b is not None:
             why = "; ".join(b.infeasible_because) if b.status == "infeasible" else (
-                f"{b.status} at ${_money(b.cost_per_hour)}/hour (demand rounding)")
+                f"{b.status} at ${_money(b.cost_per_hour)}/hour ("
+                + ("the limit was not proven optimal" if lim.status != "optimal"
+                   else "the demand rounds to whole milli-QPS per service") + ")")
             out.append(f"  at {b.traffic_scale:g} x ({b.traffic_qps:,.6g} QPS): {why}")
     out.append(_solver_line(doc.solver))
     return "\n".join(out) + "\n"
