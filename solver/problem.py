@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -124,12 +123,13 @@ def derive(
     prices: Mapping[str, float] | None = None,
     objective: Literal["min_cost", "max_throughput"] | None = None,
 ) -> ResolvedProblem:
-    """A variant of a resolved problem for what-if questions, without resolving cards again:
-    every service's `qps` multiplied by `demand_scale`, the price per device-hour of the named
-    hardware types replaced, and/or another objective. Everything else (cards, supplies,
-    budget, search space, SLOs) is the same object. The caller passes positive finite values;
-    a max_throughput variant must be bounded by a budget, a power cap or finite supplies (the
-    caller checks, as the problem file's validator would)."""
+    """A variant of a resolved problem for what-if questions: every service's `qps` multiplied
+    by `demand_scale`, the `price_per_hour` of the named hardware entries replaced, and/or
+    another objective; everything else as given. The edited problem is resolved again
+    (cards come from the catalog's cache, under a millisecond), so every field derived from
+    prices or demand is recomputed as for a problem file. The caller passes positive finite
+    values; a max_throughput variant must be bounded by a budget, a power cap or finite
+    supplies (the caller checks, as the problem file's validator would)."""
     if not (math.isfinite(demand_scale) and demand_scale > 0):
         raise ValueError(f"demand_scale must be positive and finite, got {demand_scale}")
     problem = rp.problem
@@ -140,20 +140,18 @@ def derive(
                 update={"qps": s.workload.qps * demand_scale})})
             for s in problem.services
         ]
-    new_prices = rp.prices
     if prices:
-        names = rp.hardware_names
-        unknown = sorted(set(prices) - set(names))
+        unknown = sorted(set(prices) - set(rp.hardware_names))
         if unknown:
-            raise ValueError(f"unknown hardware {unknown}; the problem has {list(names)}")
+            raise ValueError(f"unknown hardware {unknown}; the problem has {list(rp.hardware_names)}")
         if not all(math.isfinite(v) and v > 0 for v in prices.values()):
             raise ValueError(f"prices must be positive and finite, got {dict(prices)}")
-        new_prices = tuple(prices.get(n, p) for n, p in zip(names, rp.prices))
         update["hardware"] = [
-            h.model_copy(update={"price_per_hour": p}) for h, p in zip(problem.hardware, new_prices)
+            h.model_copy(update={"price_per_hour": prices.get(c.name, h.price_per_hour)})
+            for h, c in zip(problem.hardware, rp.hardware)
         ]
-    if objective is not None:
+    if objective is not None and objective != problem.objective:
         update["objective"] = objective
     if not update:
         return rp
-    return dataclasses.replace(rp, problem=problem.model_copy(update=update), prices=new_prices)
+    return resolve(problem.model_copy(update=update), rp.doc)
