@@ -186,7 +186,7 @@ def _cmd_frontier(a: argparse.Namespace) -> int:
     if a.points > MAX_POINTS:
         raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
     if a.plot:
-        require_matplotlib("--plot")  # before any solving
+        require_matplotlib("--plot/--out-png")  # before any solving
     rp = load_problem(_problem_path(a.problem))
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = frontier(rp, a.points, a.max_scale, opts, timings=not a.no_timings)

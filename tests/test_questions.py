@@ -231,10 +231,24 @@ def test_a_budget_below_one_device_leaves_no_point():
     assert any("budget" in r for r in doc.limit.beyond.infeasible_because)
 
 
-def test_candidates_are_built_once_per_frontier():
-    doc = small_frontier(5, budget=20)
+def test_candidates_are_built_once_per_question(monkeypatch):
+    import solver.plan
+    import solver.questions.replan as replan
+
+    calls = []
+
+    def counting(rp):
+        calls.append(rp.name)
+        return build_candidates(rp)
+
+    monkeypatch.setattr(replan, "build_candidates", counting)
+    monkeypatch.setattr(solver.plan, "build_candidates", counting)
+    doc = frontier(small(100, 20), 5, None, OPTS, timings=False)
     assert doc.solver.solves == 5 + 2  # the levels, the limit and one step beyond
-    assert doc.solver.candidates_in_model == 2
+    assert calls == ["small-two-types"]
+    sweep = price_sweep(small(15), "h200-sxm", 1.0, 4.0, steps=3, opts=OPTS, timings=False)
+    assert sweep.solver.solves > 4  # the grid and the bisection
+    assert calls == ["small-two-types"] * 2
 
 
 def test_pareto_flags_by_hand():

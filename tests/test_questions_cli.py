@@ -89,12 +89,13 @@ def test_frontier_plot_without_matplotlib_is_a_clear_error(budget_problem, tmp_p
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(fake.parent), str(ROOT), os.environ.get("PYTHONPATH", "")]))
     png = tmp_path / "f.png"
-    r = cli("frontier", str(budget_problem), "--plot", str(png), env=env)
-    assert r.returncode == 2
-    assert r.stderr.strip() == ("error: --plot needs matplotlib, which is not installed "
-                                "(pip install 'fleetplan[plot]')")
-    assert "Traceback" not in r.stderr and r.stdout == ""
-    assert not png.exists()
+    for flag in ("--plot", "--out-png"):
+        r = cli("frontier", str(budget_problem), flag, str(png), env=env)
+        assert r.returncode == 2
+        assert r.stderr.strip() == ("error: --plot/--out-png needs matplotlib, which is not "
+                                    "installed (pip install 'fleetplan[plot]')")
+        assert "Traceback" not in r.stderr and r.stdout == ""
+        assert not png.exists()
 
 
 def test_frontier_with_nothing_feasible_exits_1(tmp_path):
