@@ -17,6 +17,8 @@ The survivors form the table the CP-SAT fleet model reads.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -301,3 +303,13 @@ def build_candidates(rp: ResolvedProblem) -> CandidateSet:
                 )
             )
     return CandidateSet(CandidateTable.concat(parts), stats, misses, roles_of)
+
+
+def reprice(cs: CandidateSet, prices: Sequence[float]) -> CandidateSet:
+    """The same candidates at other prices per device-hour (one per hardware entry, as
+    `ResolvedProblem.prices`). Nothing in the pruning above reads a price (dominance compares
+    rows of one hardware type, whose costs scale alike with the device count), so the kept rows
+    are the same and only the cost column changes, computed as `build_candidates` does."""
+    t = cs.table
+    price = np.asarray(prices, dtype=float)
+    return dataclasses.replace(cs, table=dataclasses.replace(t, cost_per_hour=t.devices * price[t.hw]))

@@ -44,6 +44,15 @@ def _problem_path(ref: str) -> str:
     return str(catalog.resolve("problems", ref))
 
 
+def _question_solver_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+                   help="seconds per plan (default 60)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=_positive, default=1, help="CP-SAT workers (default 1)")
+    p.add_argument("--no-timings", action="store_true",
+                   help="leave wall times null so that the same input gives byte-identical output")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
                 "at the lowest cost.")
@@ -85,6 +94,40 @@ def _build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
+
+    fr = sub.add_parser("frontier", help="cost vs served traffic: the cheapest fleet at each "
+                        "traffic level, up to the most the budget, power and supply allow")
+    fr.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    fr.add_argument("--points", type=_positive, default=10, help="traffic levels (default 10)")
+    fr.add_argument("--max-scale", type=_positive_float,
+                    help="sweep up to this multiple of the demand mix (default: the most traffic "
+                    "the problem's limits allow, or 1 when nothing limits it)")
+    fr.add_argument("--format", choices=["table", "json"], default="table")
+    fr.add_argument("--out-json", help="also write the JSON document to this file")
+    fr.add_argument("--plot", "--out-png", dest="plot", metavar="FILE.png",
+                    help="draw the frontier (needs matplotlib: pip install 'fleetplan[plot]')")
+    _question_solver_args(fr)
+
+    ps = sub.add_parser("price-sweep", help="the prices of one device type at which the chosen "
+                        "mix changes (a sweep plus bisection)")
+    ps.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    ps.add_argument("--hardware", required=True, help="the hardware type whose price is swept")
+    ps.add_argument("--from", dest="price_from", type=_positive_float,
+                    help="lowest price, USD per device-hour (default: half the problem's)")
+    ps.add_argument("--to", dest="price_to", type=_positive_float,
+                    help="highest price, USD per device-hour (default: twice the problem's)")
+    ps.add_argument("--steps", type=_positive, default=10,
+                    help="grid intervals (default 10: 11 grid prices)")
+    ps.add_argument("--tolerance", type=_positive_float, default=0.001,
+                    help="bisect each change to this width, USD per device-hour (default 0.001)")
+    ps.add_argument("--max-solves", type=_positive, default=200,
+                    help="stop bisecting after this many plans in all (default 200)")
+    ps.add_argument("--compare", choices=["devices", "types"],
+                    help="a change of mix: another device count of some type (default for "
+                    "min_cost) or another set of types used (default for max_throughput)")
+    ps.add_argument("--format", choices=["table", "json"], default="table")
+    ps.add_argument("--out-json", help="also write the JSON document to this file")
+    _question_solver_args(ps)
 
     ch = sub.add_parser("check", help="validate problem files without solving")
     ch.add_argument("problems", nargs="+")
@@ -144,14 +187,56 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     return 1 if doc.status == "infeasible" else 0
 
 
-def _write_atomic(path: str, text: str) -> None:
+def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
+    if a.out_json:
+        _write_atomic(a.out_json, json_text, "--out-json")
+    sys.stdout.write(text)
+
+
+def _cmd_frontier(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.problem import load_problem
+    from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
+    from solver.report import question_views as views
+    from solver.report.plots import frontier_png, require_matplotlib
+
+    if a.points > MAX_POINTS:
+        raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
+    if a.plot:
+        require_matplotlib("--plot/--out-png")  # before any solving
+    rp = load_problem(_problem_path(a.problem))
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    doc = frontier(rp, a.points, a.max_scale, opts, timings=not a.no_timings)
+    if a.plot:
+        frontier_png(doc, a.plot)
+    js = views.to_json(doc)
+    _emit(a, js if a.format == "json" else views.frontier_table(doc), js)
+    return 0 if any_feasible(doc) else 1
+
+
+def _cmd_price_sweep(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.problem import load_problem
+    from solver.questions.price import any_feasible, price_sweep
+    from solver.report import question_views as views
+
+    rp = load_problem(_problem_path(a.problem))
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    doc = price_sweep(rp, a.hardware, a.price_from, a.price_to, a.steps, a.tolerance,
+                      a.max_solves, opts, timings=not a.no_timings, compare=a.compare)
+    js = views.to_json(doc)
+    _emit(a, js if a.format == "json" else views.price_table(doc), js)
+    return 0 if any_feasible(doc) else 1
+
+
+def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except OSError as exc:
-        raise InputError(f"--out {path}: cannot write: {exc.strerror or exc}") from None
+        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -198,6 +283,8 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
 COMMANDS = {
     "plan": _cmd_plan,
     "check": _cmd_check,
+    "frontier": _cmd_frontier,
+    "price-sweep": _cmd_price_sweep,
     "estimate": _cmd_estimate,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,

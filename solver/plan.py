@@ -173,10 +173,17 @@ def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumption
     )
 
 
-def plan(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True) -> PlanResult:
-    """Plan a resolved problem; the returned document has passed `verify`."""
+def plan(
+    rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
+    candidates: CandidateSet | None = None,
+) -> PlanResult:
+    """Plan a resolved problem; the returned document has passed `verify`.
+
+    `candidates`: the problem's candidate tables when the caller already has them (what-if
+    sweeps reuse one build across variants that change only demand or prices: see
+    `problem.derive` and `candidates.reprice`); built here otherwise."""
     t0 = time.perf_counter()
-    cs = build_candidates(rp)
+    cs = candidates if candidates is not None else build_candidates(rp)
     reasons = _no_runtime_left(rp, cs)
     if reasons:
         doc = _infeasible(rp, cs, opts, time.perf_counter() - t0 if timings else None, reasons)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from solver import catalog
 from solver.errors import InputError
@@ -128,3 +131,44 @@ def parse_problem(text: str, where: str = "<problem>") -> ResolvedProblem:
     if not isinstance(doc.data, dict):
         raise InputError(f"{where}:1: expected a mapping of problem fields at the top level")
     return resolve(validate_doc(Problem, doc), doc)
+
+
+def derive(
+    rp: ResolvedProblem,
+    *,
+    demand_scale: float = 1.0,
+    prices: Mapping[str, float] | None = None,
+    objective: Literal["min_cost", "max_throughput"] | None = None,
+) -> ResolvedProblem:
+    """A variant of a resolved problem for what-if questions: every service's `qps` multiplied
+    by `demand_scale`, the `price_per_hour` of the named hardware entries replaced, and/or
+    another objective; everything else as given. The edited problem is resolved again
+    (cards come from the catalog's cache, under a millisecond), so every field derived from
+    prices or demand is recomputed as for a problem file. The caller passes positive finite
+    values; a max_throughput variant must be bounded by a budget, a power cap or finite
+    supplies (the caller checks, as the problem file's validator would)."""
+    if not (math.isfinite(demand_scale) and demand_scale > 0):
+        raise ValueError(f"demand_scale must be positive and finite, got {demand_scale}")
+    problem = rp.problem
+    update: dict = {}
+    if demand_scale != 1.0:
+        update["services"] = [
+            s.model_copy(update={"workload": s.workload.model_copy(
+                update={"qps": s.workload.qps * demand_scale})})
+            for s in problem.services
+        ]
+    if prices:
+        unknown = sorted(set(prices) - set(rp.hardware_names))
+        if unknown:
+            raise ValueError(f"unknown hardware {unknown}; the problem has {list(rp.hardware_names)}")
+        if not all(math.isfinite(v) and v > 0 for v in prices.values()):
+            raise ValueError(f"prices must be positive and finite, got {dict(prices)}")
+        update["hardware"] = [
+            h.model_copy(update={"price_per_hour": prices.get(c.name, h.price_per_hour)})
+            for h, c in zip(problem.hardware, rp.hardware)
+        ]
+    if objective is not None and objective != problem.objective:
+        update["objective"] = objective
+    if not update:
+        return rp
+    return resolve(problem.model_copy(update=update), rp.doc)
