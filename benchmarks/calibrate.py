@@ -27,6 +27,7 @@ from solver.validate import parse_measured, predict_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 FIT_SYSTEM = "h100_sxm"
+TRIM_FACTOR = 3.0  # rows predicted more than 3x off count as 3x off in the fit's loss
 
 
 def _dense(model: str) -> bool:
@@ -70,7 +71,12 @@ def main() -> None:
         def loss_with(tables: bool):
             def loss(params: EngineParams) -> float:
                 t, p = predict_rows(str(a.data), fit_rows, lambda _e: params, tables=tables)
-                return float(np.mean(np.abs(np.log(t / meas_t))) + np.mean(np.abs(np.log(p / meas_p))))
+                # each row's |log error| is capped at log(3): a row off by more than 3x shows
+                # behaviour the model does not describe (server-side queueing, preemption), and
+                # must not pull every other row's fit towards it
+                cap = np.log(TRIM_FACTOR)
+                return float(np.mean(np.minimum(np.abs(np.log(t / meas_t)), cap))
+                             + np.mean(np.minimum(np.abs(np.log(p / meas_p)), cap)))
             return loss
 
         start = EngineParams()
@@ -81,7 +87,9 @@ def main() -> None:
         # Phase 2, tables on: the overheads, the burst share and the mixed-batch slowdown, with
         # the efficiency factors fixed (they barely touch measured operators).
         overheads = tuple(n for n, _, _ in FIT_BOUNDS if n not in EFFICIENCY_FIELDS)
-        starts = [roof]
+        # multi-start: the staggered steady state (from phase 1), and the lockstep benchmark
+        # (every request in the burst), which some engines' schedulers keep up
+        starts = [roof, roof.model_copy(update={"burst_share": 1.0})]
         shipped = load_calibration(engine)
         if shipped is not None:
             starts.append(shipped.params.model_copy(
@@ -109,7 +117,8 @@ def main() -> None:
                          f"models, colocated (aiconfigurator-core 0.12.0 silicon_sample.csv)",
             "source_sha256": sha,
             "fitted_at": dt.date.today().isoformat(),
-            "method": f"Nelder-Mead on mean |log(pred/measured)| of TTFT + TPOT, {a.max_evals} "
+            "method": f"Nelder-Mead on mean min(|log(pred/measured)|, log {TRIM_FACTOR:g}) of TTFT + "
+                      f"TPOT, {a.max_evals} "
                       f"evaluations per phase; phase 1 without measured tables fits the efficiency "
                       f"factors, phase 2 with them fits the rest; bounds "
                       f"{[(n, lo, hi) for n, lo, hi in FIT_BOUNDS]}",

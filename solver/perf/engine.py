@@ -95,10 +95,11 @@ class EngineParams(Strict):
         0.0,
         ge=0,
         le=1,
-        description="closed-loop benchmarks: share of the requests that arrive in the start-up "
-        "burst (all N at once, prefilled in turn) rather than in the staggered steady state; a "
-        "benchmark that sends k x N prompts at concurrency N has about 1/k; fitted per engine "
-        "on measured benchmarks, used only by `estimate --concurrency` and `validate`",
+        description="closed-loop benchmarks: share of the requests that arrive in lockstep waves "
+        "(all N at once, prefilled in turn, then decoded together; the start-up burst, and every "
+        "wave after it when the scheduler keeps them aligned) rather than in the staggered steady "
+        "state; fitted per engine on measured benchmarks (SGLang ~1, vLLM and TensorRT-LLM ~0.13), "
+        "used only by `estimate --concurrency` and `validate`",
     )
     # ---- disaggregated runtime ----------------------------------------------------------------
     decode_slot_fill: float = Field(

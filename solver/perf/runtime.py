@@ -478,8 +478,18 @@ def closed_loop(
     queued = (N - b - lam * ttft) > 1e-6 * N
     ttft = np.where(queued, (N - b) / lam, ttft)
     if engine.burst_share > 0:
+        # a lockstep wave: N prompts arrive together, are prefilled one budget after another
+        # (mean wait: burst_ttft), and the prompts prefilled early wait, undecoded, for the rest
+        # of the wave's prefill; then all N decode together. Spread over the o-1 decode steps
+        # that adds the wave's mean prefill wait to each step: TPOT = tau_d(N) + wait / (o-1).
         burst = burst_ttft(arch, hw, plans, wl, N, engine)
-        ttft = engine.burst_share * burst + (1.0 - engine.burst_share) * ttft
+        full = plans.with_batch(np.maximum(N, 1e-9))
+        tau_full, _ = cycle(arch, hw, full, Load.decode(np.maximum(N, 1e-9), wl.decode_context), engine)
+        wait = burst - engine.request_overhead_ms * 1e-3
+        share = engine.burst_share
+        ttft = share * burst + (1.0 - share) * ttft
+        tau = share * (tau_full + wait / o1) + (1.0 - share) * tau
+        lam = N / (ttft + o1 * tau)  # Little's law over the whole closed loop
     mem = memory(arch, hw, plans.with_batch(N), s + o, np.minimum(N + C, N * (s + 1)), engine)
     return ClosedLoop(
         ttft_ms=ttft * 1e3,
