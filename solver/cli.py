@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from solver import __version__, catalog
@@ -142,6 +143,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
     c.add_argument("--format", choices=["table", "json"], default="table")
 
+    sc = sub.add_parser("schema", help="the JSON Schema of fleetplan's input and output documents")
+    sc.add_argument("name", nargs="?", help="one document (default: list them)")
+    sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
+
     profiles_cli.add_parser(sub)
     return p
 
@@ -155,6 +160,26 @@ def _routing(spec: str | None, placement: str):
         return Routing.from_spec(spec, placement)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
+
+
+def _cmd_schema(a: argparse.Namespace) -> int:
+    from solver.schema.publish import DOCUMENTS, render
+
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in DOCUMENTS:
+            (out / f"{name}.schema.json").write_text(render(name))
+        print(f"wrote {len(DOCUMENTS)} schemas to {out}")
+        return 0
+    if a.name is None:
+        for name, (_, _, what) in DOCUMENTS.items():
+            print(f"{name:<14} {what}")
+        return 0
+    if a.name not in DOCUMENTS:
+        raise InputError(f"schema: unknown document '{a.name}' (one of {', '.join(DOCUMENTS)})")
+    sys.stdout.write(render(a.name))
+    return 0
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
@@ -286,6 +311,7 @@ COMMANDS = {
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,
     "estimate": _cmd_estimate,
+    "schema": _cmd_schema,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,
     "profiles": profiles_cli.run,
