@@ -92,6 +92,9 @@ def _build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--workers", type=_positive, default=1,
                     help="CP-SAT workers (default 1: deterministic; more may be faster but "
                     "equal-cost plans can then differ between runs)")
+    pl.add_argument("--no-record", action="store_true",
+                    help="skip the decision record (uncertainty bands, runners-up, fallback, "
+                    "validity intervals), which re-solves the problem a few dozen times")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
@@ -203,7 +206,13 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     from solver.report.plan_views import RENDERERS
 
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
-    doc = plan_file(_problem_path(a.problem), opts, timings=not a.no_timings)
+    if a.no_record:
+        doc = plan_file(_problem_path(a.problem), opts, timings=not a.no_timings)
+    else:
+        from solver.decision.record import decide
+        from solver.problem import load_problem
+
+        doc = decide(load_problem(_problem_path(a.problem)), opts, timings=not a.no_timings)
     text = RENDERERS[a.format](doc)
     if a.out:
         _write_atomic(a.out, text)

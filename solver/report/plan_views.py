@@ -6,6 +6,7 @@ import json
 
 import yaml
 
+from solver.report.decision_views import record_lines
 from solver.report.text import table
 from solver.schema.result import PlanResult, Pool, ServiceResult
 
@@ -118,6 +119,9 @@ def to_table(doc: PlanResult) -> str:
         out += ["", _service_line(s), table(POOL_HEADERS, _pool_rows(s), POOL_ALIGN)]
     out += ["", "latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
             *_assumption_lines(doc), _solver_line(doc)]
+    if doc.decision is not None:
+        for title, lines in record_lines(doc.decision):
+            out += ["", f"{title}:", *[f"  - {x}" for x in lines]]
     return "\n".join(out) + "\n"
 
 
@@ -135,8 +139,11 @@ def to_markdown(doc: PlanResult) -> str:
         out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because]
     for s in doc.services:
         out += [f"## Service `{s.name}`", "", _service_line(s), "", _md_table(POOL_HEADERS, _pool_rows(s)), ""]
-    out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], "",
-            "## Solver", "", _solver_line(doc), ""]
+    out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
+    if doc.decision is not None:
+        for title, lines in record_lines(doc.decision):
+            out += [f"## {title[0].upper()}{title[1:]}", "", *[f"- {x}" for x in lines], ""]
+    out += ["## Solver", "", _solver_line(doc), ""]
     return "\n".join(out)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from solver.perf.calibration import load_calibration
-from solver.uncertainty import error_band
+from solver.decision.bands import error_band
 
 
 def group(engine, hardware, kind):
