@@ -184,7 +184,7 @@ def test_decision_paragraph_states_the_plan(feasible):
     for s in doc["services"]:
         assert f"Service '{s['name']}' ({s['model']}" in d and f"runs {s['runtime']}" in d
     fb = doc["decision"]["fallback"]
-    assert f"Fallback: " in d and f"${fb['cost_per_hour']:,.2f}/h ({fb['delta_cost_pct']:+.1f}%)" in d
+    assert "Fallback: " in d and f"${fb['cost_per_hour']:,.2f}/h ({fb['delta_cost_pct']:+.1f}%)" in d
     if doc["objective"]["kind"] == "max_throughput":
         assert f"{doc['throughput_scale']:g} x the demand mix" in d
 

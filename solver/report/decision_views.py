@@ -3,12 +3,11 @@ decision in one paragraph (markdown and html)."""
 
 from __future__ import annotations
 
-from solver.report.breakdown import latency_rows, parallel_text
+from solver.report.breakdown import METRIC_NAMES, latency_rows, parallel_text
 from solver.schema.decision import DecisionRecord, Interval
 from solver.schema.result import PlanResult, ServiceResult
 
-METRIC = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50",
-          "tpot_p99_ms": "TPOT p99"}
+METRIC = METRIC_NAMES
 
 
 def _money(x: float | None) -> str:

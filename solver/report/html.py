@@ -202,7 +202,7 @@ def _latency(doc: PlanResult) -> str:
     return "\n".join(out)
 
 
-def _cost(doc: PlanResult, cb: CostBreakdown) -> str:
+def _cost(cb: CostBreakdown) -> str:
     out = [_img(plots.png_bytes(plots.cost_figure(cb)), "cost by service and device type", "plot")]
     rows: list[list[object]] = [
         [r.service, *[_num(r.by_type[t]) if r.devices_by_type[t] else "-" for t in cb.types],
@@ -263,7 +263,7 @@ def _pool_brief(pools: Sequence[Pool]) -> list[list[object]]:
              _num(p.capacity_qps, ",.1f"), _num(p.cost_per_hour)] for p in pools]
 
 
-def _alternatives(doc: PlanResult, r: DecisionRecord) -> str:
+def _alternatives(r: DecisionRecord) -> str:
     out = ["<h3>Runners-up</h3>"]
     if r.runners_up:
         rows = []
@@ -272,7 +272,8 @@ def _alternatives(doc: PlanResult, r: DecisionRecord) -> str:
                      else f"{a.delta_cost_pct:+.1f}%" if a.delta_cost_pct is not None else "-")
             rows.append([a.kind, a.excluded, a.status, _money(a.cost_per_hour), delta,
                          mix_text(a.devices_by_type), a.summary])
-        out.append(_table(["kind", "excluded", "status", "cost", "vs the plan", "devices", "pools"], rows, "runners-up", "lllrrll"))
+        out.append(_table(["kind", "excluded", "status", "cost", "vs the plan", "devices", "pools"],
+                          rows, "runners-up", "lllrrll"))
         out.append(_p("Each runner-up is the best plan once one part of the plan's structure is "
                       "excluded (its device type, its runtime, or its exact pool configurations), "
                       "re-solved.", "note"))
@@ -438,11 +439,11 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     else:
         sections.append(("pools", "Pools", _pools(doc)))
         sections.append(("latency", "Latency vs SLO", _latency(doc)))
-        sections.append(("cost", "Cost breakdown", _cost(doc, cost_breakdown(doc))))
+        sections.append(("cost", "Cost breakdown", _cost(cost_breakdown(doc))))
         sections.append(("frontier", "Frontier: cost vs served traffic", _frontier(doc, frontier)))
     r = doc.decision
     if r is not None and (feasible or r.runners_up):
-        sections.append(("alternatives", "Runners-up and fallback", _alternatives(doc, r)))
+        sections.append(("alternatives", "Runners-up and fallback", _alternatives(r)))
     elif feasible:
         sections.append(("alternatives", "Runners-up and fallback",
                          _p("Not computed: the plan carries no decision record (plan --no-record).", "note")))
