@@ -11,6 +11,7 @@ from typing import Sequence
 from solver import __version__, catalog
 from solver.errors import FleetplanError, InputError
 from solver.profiles import cli as profiles_cli
+from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
 
 
@@ -85,7 +86,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
     pl.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
-    pl.add_argument("--format", choices=["table", "json", "yaml", "markdown"], default="table")
+    pl.add_argument("--format", choices=list(PLAN_FORMATS), default="table",
+                    help="html: one self-contained report with plots (needs matplotlib: pip "
+                    "install 'fleetplan[plot]'); it also plans a small cost-vs-traffic frontier")
     pl.add_argument("--out", help="write the result to this file instead of stdout")
     pl.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
     pl.add_argument("--seed", type=int, default=0)
@@ -202,18 +205,28 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
 def _cmd_plan(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.plan import plan_file
+    from solver.plan import plan
+    from solver.problem import load_problem
     from solver.report.plan_views import RENDERERS
 
+    if a.format == "html":
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--format html")  # before any solving
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    rp = load_problem(_problem_path(a.problem))
     if a.no_record:
-        doc = plan_file(_problem_path(a.problem), opts, timings=not a.no_timings)
+        doc = plan(rp, opts, timings=not a.no_timings)
     else:
         from solver.decision.record import decide
-        from solver.problem import load_problem
 
-        doc = decide(load_problem(_problem_path(a.problem)), opts, timings=not a.no_timings)
-    text = RENDERERS[a.format](doc)
+        doc = decide(rp, opts, timings=not a.no_timings)
+    if a.format == "html":  # the report's frontier section: a small frontier of the same problem
+        from solver.report.html import report_frontier, to_html
+
+        text = to_html(doc, report_frontier(rp, doc, opts, timings=not a.no_timings))
+    else:
+        text = RENDERERS[a.format](doc)
     if a.out:
         _write_atomic(a.out, text)
     else:
