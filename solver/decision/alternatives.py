@@ -134,7 +134,7 @@ def _most_available(rp: ResolvedProblem, winner: PlanResult) -> tuple[int, str]:
                 -rp.prices[j])
     j = max(range(len(rp.hardware)), key=key)
     supply = rp.supplies[j]
-    why = (f"unlimited supply" if supply is None else f"largest supply ({supply} devices)")
+    why = ("unlimited supply" if supply is None else f"largest supply ({supply} devices)")
     return j, why
 
 
