@@ -413,7 +413,9 @@ def burst_ttft(
     N = np.asarray(N, dtype=float) + np.zeros(len(plans))
     s = wl.input_tokens
     C = float(engine.max_batched_tokens)
-    chunk = effective_chunk(np.maximum(C - N / 2.0, np.minimum(s, C)), s, engine)
+    # prompt tokens per iteration: the budget left by the decoding half, never more than the
+    # burst holds (a small burst is prefilled in one iteration of its own size)
+    chunk = effective_chunk(np.minimum(np.maximum(C - N / 2.0, np.minimum(s, C)), N * s), s, engine)
     iters = np.ceil(N * s / chunk)
     half = np.maximum(N / 2.0, 1e-9)
     sized = plans.with_batch(half)
