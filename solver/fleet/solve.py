@@ -57,6 +57,10 @@ class FleetSolution:
     stages: list[Stage] = field(default_factory=list)
     infeasible_groups: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # per (service, site): milli-QPS shares; explicit KV routes (prefill type, decode type, milli-QPS)
+    site_colocated: np.ndarray | None = None
+    site_disaggregated: np.ndarray | None = None
+    routes: dict[tuple[int, int], list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
 def _solver(opts: SolveOptions, time_left: float, work: float | None = None) -> cp_model.CpSolver:
@@ -129,6 +133,7 @@ def sub_instance(inst: FleetInstance, s: int) -> FleetInstance:
         cost=inst.cost[rows], power=inst.power[rows], ub=inst.ub[rows],
         demand_ub=inst.demand_ub[rows],
         services=(inst.services[s],),
+        site=inst.site[rows], reach=inst.reach[rows], row=inst.row[rows],
     )
 
 
@@ -188,7 +193,7 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
     stages: list[Stage] = []
     gap = 0.0
     overall = "optimal"
-    hint_vars = fm.n + fm.used + fm.col + fm.dis + ([fm.scale] if fm.scale is not None else [])
+    hint_vars = fm.hint_vars()
     for k, (name, expr, is_max) in enumerate(stages_spec):
         (m.maximize if is_max else m.minimize)(expr)
         left = opts.time_limit_s - (time.perf_counter() - t0)
@@ -222,11 +227,15 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         else:
             m.add(expr <= value)
         counts = np.array([solver.value(v) for v in fm.n], dtype=np.int64)
-        col = np.array([solver.value(v) for v in fm.col], dtype=float)
-        dis = np.array([solver.value(v) for v in fm.dis], dtype=float)
+        site_col = np.array([[solver.value(v) for v in vs] for vs in fm.col], dtype=float)
+        site_dis = np.array([[solver.value(v) for v in vs] for vs in fm.dis], dtype=float)
+        routes = {key: [(p, d, int(solver.value(v))) for p, d, v in rs] for key, rs in fm.routes.items()}
         scale = solver.value(fm.scale) / ints.SCALE_UNIT if fm.scale is not None else None
+    col, dis = site_col.sum(axis=1), site_dis.sum(axis=1)
     return FleetSolution(
         status=overall, counts=counts, colocated_share=col / ints.QPS_SCALE,
         disaggregated_share=dis / ints.QPS_SCALE, scale=scale, gap=gap,
         wall_s=time.perf_counter() - t0, stages=stages,
+        site_colocated=site_col / ints.QPS_SCALE, site_disaggregated=site_dis / ints.QPS_SCALE,
+        routes=routes,
     )
