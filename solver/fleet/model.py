@@ -4,8 +4,8 @@ Column formulation (reference/cpsat.md 0.1): `n[c]` instances of column c (a can
 at a site); per service and site a colocated share and a disaggregated share of the demand
 (milli-QPS). A site's disaggregated share flows from its prefill columns to its decode columns:
 when every prefill column there may send its KV cache to every decode type there, prefill
-capacity >= share and decode capacity >= share (the one-place model); otherwise explicit route
-variables per (prefill type, reach, decode type) carry it (a transportation model). Every
+capacity >= share and decode capacity >= share (the one-place model); otherwise the share is
+at most the capacity of every minimal cut of that network (max flow = min cut). Every
 constraint family is a named group; `enabled` selects which groups are posted, which is how the
 deletion filter finds the groups that cannot hold together. Failure domains: fleet/survive.py.
 """
@@ -45,8 +45,6 @@ class FleetModel:
         # passes to add_assumptions, so CP-SAT can return an infeasible core of groups
         self.assumptions = assumptions
         self.literals: dict[str, cp_model.IntVar] = {}
-        # explicit KV routes: (service, site) -> [(prefill type, decode type, variable)]
-        self.routes: dict[tuple[int, int], list[tuple[int, int, cp_model.IntVar]]] = {}
         self.extra_vars: list[cp_model.IntVar] = []  # auxiliary variables, for warm starts
         self._row_used: dict[int, cp_model.IntVar] = {}
         self._variables()
@@ -163,7 +161,10 @@ class FleetModel:
                 self._site_capacity(s, k, key)
 
     def _site_capacity(self, s: int, k: int, key: str) -> None:
-        """Each role's capacity at site k covers the share routed to it."""
+        """Each role's capacity at site k covers the share routed to it. When some prefill
+        column may not send its KV cache to some decode type there, the disaggregated share is
+        bounded by every minimal cut of the prefill -> decode network instead (max flow = min
+        cut, so this is exact; fleet/survive.py derives the cuts)."""
         inst, m = self.inst, self.m
         pre, dec = inst.cols(s, PREFILL, k), inst.cols(s, DECODE, k)
         complete = self._complete(pre, dec)
@@ -175,7 +176,11 @@ class FleetModel:
             else:
                 m.add(share == 0)
         if not complete:
-            self._routes(s, k, pre, dec, key)
+            for cut in survive.disaggregated_cuts(inst, s, k):
+                if cut.size:
+                    m.add(self._sum(cut, inst.cap, key) >= self.dis[s][k])
+                else:
+                    m.add(self.dis[s][k] == 0)
 
     def _complete(self, pre: np.ndarray, dec: np.ndarray) -> bool:
         """Every prefill column may send its KV cache to every decode type of the site."""
@@ -183,33 +188,6 @@ class FleetModel:
             return True
         types = np.unique(self.inst.hw[dec])
         return bool(self.inst.reach[np.ix_(pre, types)].all())
-
-    def _routes(self, s: int, k: int, pre: np.ndarray, dec: np.ndarray, key: str) -> None:
-        """Transportation model: per (prefill type, reach) group and decode type it reaches, a
-        route variable; each group's capacity covers its routes, each decode type's capacity
-        covers the routes into it, and the routes add up to the site's disaggregated share."""
-        inst, m = self.inst, self.m
-        types = [int(d) for d in np.unique(inst.hw[dec])]
-        groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
-        for c in pre:
-            reach = tuple(d for d in types if inst.reach[c, d])
-            if reach:  # a column that reaches no decode type here serves nothing
-                groups.setdefault((int(inst.hw[c]), reach), []).append(int(c))
-        into: dict[int, list] = {d: [] for d in types}
-        total = []
-        for (p, reach), cols in sorted(groups.items()):
-            fs = [m.new_int_var(0, self.top, f"route[{s},{k},{p}->{d}]") for d in reach]
-            self.extra_vars += fs
-            m.add(self._sum(np.array(cols), inst.cap, key) >= sum(fs))
-            for d, f in zip(reach, fs):
-                into[d].append(f)
-                self.routes.setdefault((s, k), []).append((p, d, f))
-            total += fs
-        for d in types:
-            rows = dec[inst.hw[dec] == d]
-            if into[d]:
-                m.add(self._sum(rows, inst.cap, key) >= sum(into[d]))
-        m.add(self.dis[s][k] == (sum(total) if total else 0))
 
     def _positive_throughput(self) -> None:
         """max_throughput: serve at least 1/1000 of the mix (otherwise the empty fleet wins)."""

@@ -30,6 +30,9 @@ from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
 
 
+LINEARIZATION = 2
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     time_limit_s: float = 60.0
@@ -57,10 +60,9 @@ class FleetSolution:
     stages: list[Stage] = field(default_factory=list)
     infeasible_groups: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    # per (service, site): milli-QPS shares; explicit KV routes (prefill type, decode type, milli-QPS)
+    # per (service, site): QPS shares
     site_colocated: np.ndarray | None = None
     site_disaggregated: np.ndarray | None = None
-    routes: dict[tuple[int, int], list[tuple[int, int, int]]] = field(default_factory=dict)
 
 
 def _solver(opts: SolveOptions, time_left: float, work: float | None = None) -> cp_model.CpSolver:
@@ -71,7 +73,7 @@ def _solver(opts: SolveOptions, time_left: float, work: float | None = None) -> 
     # Covering rows with large capacity coefficients: level 2 adds cuts (knapsack covers, MIR)
     # that close the bound; on the 10-service benchmark it turned a 7% gap after 60 s into a
     # proof (reference/cpsat.md 2.2 also needs it for explanations with enforced rows).
-    s.parameters.linearization_level = 2
+    s.parameters.linearization_level = LINEARIZATION
     if work is not None:
         s.parameters.max_deterministic_time = work
     return s
@@ -137,12 +139,24 @@ def sub_instance(inst: FleetInstance, s: int) -> FleetInstance:
     )
 
 
-def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> list[float] | None:
+@dataclass
+class Standalone:
+    """Each service planned alone: bounds (None where a sub-solve found nothing) and, where
+    every sub-solve found a plan, their union as instance counts of the full instance."""
+
+    bounds: list[float | None]
+    counts: np.ndarray | None
+
+
+def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> Standalone | None:
     """Each service planned alone: a lower bound on its cost (min_cost) or an upper bound on the
-    scale (max_throughput). CP-SAT's best bound is valid even when a sub-solve is not finished."""
+    scale (max_throughput). CP-SAT's best bound is valid even when a sub-solve is not finished.
+    Together the services' own plans also make a starting point for the shared fleet (a hint):
+    when they fit the shared limits, they are its optimum."""
     if len(inst.services) < 2:
         return None
-    out = []
+    out: list[float | None] = []
+    counts: np.ndarray | None = np.zeros(len(inst), dtype=np.int64)
     for s in range(len(inst.services)):
         fm = FleetModel(sub_instance(inst, s))
         if inst.objective == "max_throughput":
@@ -156,9 +170,12 @@ def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> list[f
             return None  # the main solve will find and explain it
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             out.append(None)
+            counts = None
             continue
         out.append(sv.best_objective_bound)
-    return out
+        if counts is not None:
+            counts[np.flatnonzero(inst.service == s)] = [sv.value(v) for v in fm.n]
+    return Standalone(out, counts)
 
 
 def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolution:
@@ -173,8 +190,11 @@ def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolutio
 def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:
     t0 = time.perf_counter()
     fm = FleetModel(inst)
-    bounds = _standalone(inst, opts, max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
-    for s, b in enumerate(bounds or []):
+    alone = _standalone(inst, opts, max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
+    if alone is not None and alone.counts is not None and inst.objective == "min_cost":
+        for v, x in zip(fm.n, alone.counts):
+            fm.m.add_hint(v, int(x))
+    for s, b in enumerate(alone.bounds if alone is not None else []):
         if b is None:
             continue
         if inst.objective == "max_throughput":
@@ -229,7 +249,6 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         counts = np.array([solver.value(v) for v in fm.n], dtype=np.int64)
         site_col = np.array([[solver.value(v) for v in vs] for vs in fm.col], dtype=float)
         site_dis = np.array([[solver.value(v) for v in vs] for vs in fm.dis], dtype=float)
-        routes = {key: [(p, d, int(solver.value(v))) for p, d, v in rs] for key, rs in fm.routes.items()}
         scale = solver.value(fm.scale) / ints.SCALE_UNIT if fm.scale is not None else None
     col, dis = site_col.sum(axis=1), site_dis.sum(axis=1)
     return FleetSolution(
@@ -237,5 +256,4 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         disaggregated_share=dis / ints.QPS_SCALE, scale=scale, gap=gap,
         wall_s=time.perf_counter() - t0, stages=stages,
         site_colocated=site_col / ints.QPS_SCALE, site_disaggregated=site_dis / ints.QPS_SCALE,
-        routes=routes,
     )

@@ -77,9 +77,9 @@ if TYPE_CHECKING:
     from solver.fleet.model import FleetModel
 
 
-def site_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
-    """The minimal cuts (column index arrays) of service s's flow network at site k."""
-    col = inst.cols(s, COLOCATED, k)
+def disaggregated_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
+    """The minimal cuts (column index arrays) of service s's prefill -> decode network at
+    site k; [empty] when it carries nothing (no prefill or no reachable decode column)."""
     pre = inst.cols(s, PREFILL, k)
     dec = inst.cols(s, DECODE, k)
     types = sorted({int(d) for d in inst.hw[dec]})
@@ -89,12 +89,18 @@ def site_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
         unions |= {u | mask for u in unions}
     cuts: set[frozenset[int]] = set()
     for u in unions:
-        cut = {int(c) for c in col}
-        cut |= {c for c, mask in reach.items() if mask and not mask <= u}
+        cut = {c for c, mask in reach.items() if mask and not mask <= u}
         cut |= {int(c) for c in dec if int(inst.hw[c]) in u}
         cuts.add(frozenset(cut))
     minimal = [q for q in cuts if not any(o < q for o in cuts)]
     return [np.array(sorted(q), dtype=np.int64) for q in sorted(minimal, key=lambda q: sorted(q))]
+
+
+def site_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
+    """The minimal cuts of service s's whole network at site k: the colocated columns (every
+    path through one of them is a cut by itself) plus each minimal disaggregated cut."""
+    col = inst.cols(s, COLOCATED, k)
+    return [np.union1d(col, q).astype(np.int64) for q in disaggregated_cuts(inst, s, k)]
 
 
 def splits(total: int, parts: int) -> list[tuple[int, ...]]:
