@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from collections import Counter
@@ -96,8 +97,8 @@ def _pools(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Flee
             kv_transfer_ms=_f(t.kv_ms[r]) if kv else None,
         ))
     order = {"colocated": 0, "prefill": 1, "decode": 2}
-    pools.sort(key=lambda p: (order[p.role], p.site or "", p.hardware, p.tp, p.pp, p.ep, p.dp,
-                              p.batch, -(p.kv_link_gb_s or 0.0)))
+    pools.sort(key=lambda p: (order[p.role], rp.site_of(p.site), p.hardware, p.tp, p.pp, p.ep,
+                              p.dp, p.batch, -(p.kv_link_gb_s or 0.0)))
     return pools
 
 
@@ -238,9 +239,10 @@ def _sites_summary(rp: ResolvedProblem, services: list[ServiceResult]) -> list[S
 
 def _homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, status: str,
                  cost: float, scale: float | None) -> HeteroComparison:
-    """Solve the problem again with every KV route kept within one hardware type."""
+    """Solve the problem again with every KV route kept within one hardware type (the cost,
+    then the fewest devices; the distinct-configuration tie-break does not change either)."""
     inst = build_instance(rp, cs, heterogeneous=False)
-    sol = solve(inst, opts)
+    sol = solve(inst, dataclasses.replace(opts, max_stages=2))
     if sol.status == "infeasible":
         return HeteroComparison(
             homogeneous_status="infeasible", homogeneous_cost_per_hour=None,

@@ -23,6 +23,7 @@ from solver.fleet import survive
 from solver.fleet.instance import FleetInstance
 
 LinearExpr = cp_model.LinearExpr
+MAX_CUTS = 64  # minimal cuts per service and site posted as rows; more: route variables
 
 
 @dataclass(frozen=True)
@@ -175,12 +176,43 @@ class FleetModel:
                 m.add(self._sum(rows, inst.cap, key) >= share)
             else:
                 m.add(share == 0)
-        if not complete:
-            for cut in survive.disaggregated_cuts(inst, s, k):
-                if cut.size:
-                    m.add(self._sum(cut, inst.cap, key) >= self.dis[s][k])
-                else:
-                    m.add(self.dis[s][k] == 0)
+        if complete:
+            return
+        cuts = survive.disaggregated_cuts(inst, s, k, limit=MAX_CUTS)
+        if cuts is None:  # too many cuts (e.g. homogeneous routing over many types)
+            self._routes(s, k, pre, dec, key)
+            return
+        for cut in cuts:
+            if cut.size:
+                m.add(self._sum(cut, inst.cap, key) >= self.dis[s][k])
+            else:
+                m.add(self.dis[s][k] == 0)
+
+    def _routes(self, s: int, k: int, pre: np.ndarray, dec: np.ndarray, key: str) -> None:
+        """Routing by explicit variables: per (prefill type, reach) group and decode type it
+        reaches, a route; a group's capacity covers its routes, a decode type's capacity the
+        routes into it. Used when the cut form would need too many rows (the cut form solves
+        faster when it is small)."""
+        inst, m = self.inst, self.m
+        types = [int(d) for d in np.unique(inst.hw[dec])]
+        groups: dict[tuple[int, tuple[int, ...]], list[int]] = {}
+        for c in pre:
+            reach = tuple(d for d in types if inst.reach[c, d])
+            if reach:
+                groups.setdefault((int(inst.hw[c]), reach), []).append(int(c))
+        into: dict[int, list] = {d: [] for d in types}
+        routes = []
+        for (p, reach), cols in sorted(groups.items()):
+            fs = [m.new_int_var(0, self.top, f"route[{s},{k},{p}->{d}]") for d in reach]
+            self.extra_vars += fs
+            m.add(self._sum(np.array(cols), inst.cap, key) >= sum(fs))
+            for d, f in zip(reach, fs):
+                into[d].append(f)
+            routes += fs
+        for d in types:
+            if into[d]:
+                m.add(self._sum(dec[inst.hw[dec] == d], inst.cap, key) >= sum(into[d]))
+        m.add(self.dis[s][k] == (sum(routes) if routes else 0))
 
     def _complete(self, pre: np.ndarray, dec: np.ndarray) -> bool:
         """Every prefill column may send its KV cache to every decode type of the site."""

@@ -77,9 +77,10 @@ if TYPE_CHECKING:
     from solver.fleet.model import FleetModel
 
 
-def disaggregated_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
+def disaggregated_cuts(inst: FleetInstance, s: int, k: int, limit: int | None = None) -> list[np.ndarray] | None:
     """The minimal cuts (column index arrays) of service s's prefill -> decode network at
-    site k; [empty] when it carries nothing (no prefill or no reachable decode column)."""
+    site k; [empty] when it carries nothing (no prefill or no reachable decode column); None
+    when there would be more than `limit` candidate cuts."""
     pre = inst.cols(s, PREFILL, k)
     dec = inst.cols(s, DECODE, k)
     types = sorted({int(d) for d in inst.hw[dec]})
@@ -87,6 +88,8 @@ def disaggregated_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
     unions: set[frozenset[int]] = {frozenset()}
     for mask in set(reach.values()):
         unions |= {u | mask for u in unions}
+        if limit is not None and len(unions) > limit:
+            return None
     cuts: set[frozenset[int]] = set()
     for u in unions:
         cut = {c for c, mask in reach.items() if mask and not mask <= u}
@@ -100,7 +103,7 @@ def site_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
     """The minimal cuts of service s's whole network at site k: the colocated columns (every
     path through one of them is a cut by itself) plus each minimal disaggregated cut."""
     col = inst.cols(s, COLOCATED, k)
-    return [np.union1d(col, q).astype(np.int64) for q in disaggregated_cuts(inst, s, k)]
+    return [np.union1d(col, q).astype(np.int64) for q in disaggregated_cuts(inst, s, k) or []]
 
 
 def splits(total: int, parts: int) -> list[tuple[int, ...]]:

@@ -60,7 +60,7 @@ def _fleet_lines(s: ServiceResult) -> list[str]:
     out = []
     if s.sites:
         out.append("  by site: " + "; ".join(
-            f"{x.site} {x.qps:g} QPS planned (capacity {x.capacity_qps:.1f})" for x in s.sites))
+            f"{x.site} sized for {x.qps:g} QPS (capacity {x.capacity_qps:.1f})" for x in s.sites))
     if s.kv_routes:
         out.append("  KV routes: " + "; ".join(
             (f"{r.site}: " if r.site else "") + f"{r.prefill_hardware} -> {r.decode_hardware} "

@@ -87,7 +87,8 @@ class KvRoute(Doc):
 
 class SiteShare(Strict):
     site: str
-    qps: float = Field(description="the service's traffic planned at the site")
+    qps: float = Field(description="the traffic the site is sized for: its share of the demand "
+                       "(with failure domains, what it must take over when others fail)")
     capacity_qps: float = Field(description="what the service's pools at the site can serve")
 
 
