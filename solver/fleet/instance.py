@@ -151,9 +151,12 @@ def _placements(rp: ResolvedProblem, cs: CandidateSet) -> tuple[np.ndarray, np.n
     return np.array(rows, dtype=np.int64), np.array(sites, dtype=np.int64)
 
 
-def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool = True) -> FleetInstance:
+def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | None = None) -> FleetInstance:
     """The fleet model's columns and limits. heterogeneous=False restricts every prefill column
-    to send its KV cache to its own hardware type (the best homogeneous plan's model)."""
+    to send its KV cache to its own hardware type (the best homogeneous plan's model); the
+    default is the problem's constraints.heterogeneous_prefill_decode."""
+    if heterogeneous is None:
+        heterogeneous = rp.problem.constraints.heterogeneous_prefill_decode
     t = cs.table
     row, site = _placements(rp, cs)
     devices = t.devices.astype(np.int64)[row]
