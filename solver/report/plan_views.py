@@ -88,7 +88,8 @@ def _hetero_lines(doc: PlanResult) -> list[str]:
     moved = "; ".join(
         f"'{s.name}' prefill:decode {ratios.get(s.name) or '-'} -> {s.prefill_decode_ratio or '-'}"
         for s in doc.services if s.kv_routes)
-    exact = "both proven optimal" if h.exact else "not both proven optimal: a bound, not exact"
+    exact = ("both proven optimal" if h.exact else
+             "not both proven optimal: compares the best plans found, not exact")
     if h.throughput_gain_pct is not None:
         head = (f"heterogeneous plan: {h.throughput_gain_pct:+.2f}% throughput against the best "
                 f"homogeneous plan ({h.homogeneous_throughput_scale:g} x the mix, {exact})")
