@@ -333,3 +333,22 @@ def test_brute_force_self_check(k):
     n = np.array([2, 1, 5])
     got = sorted(losses(n, np.array([0, 1]), k))
     assert got == ([(0, 1), (1, 0)] if k == 1 else [(1, 1), (2, 0)])
+
+
+def test_route_variables_equal_the_cut_rows(monkeypatch):
+    """Above MAX_CUTS cuts per site the model routes with explicit variables instead; both
+    forms give the brute-force optimum (forced here with MAX_CUTS = 0)."""
+    from solver.fleet import model
+
+    monkeypatch.setattr(model, "MAX_CUTS", 0)
+    ran: list[bool] = []
+
+    @settings(max_examples=25, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(inst=instances(lose_instances=0, mixed=True))
+    def run(inst: FleetInstance) -> None:
+        bf, _ = check(inst)
+        ran.append(bf is not None)
+
+    run()
+    assert len(ran) >= 20 and sum(ran) >= 5
