@@ -145,7 +145,7 @@ class FleetModel:
     def _demand(self) -> None:
         """Each service's demand (or its share of the scaled mix) is split between colocated
         and disaggregated capacity; each role's capacity covers its share."""
-        inst, m = self.inst, self.m
+        inst = self.inst
         for s, spec in enumerate(inst.services):
             key = f"demand:{spec.name}"
             label = (
