@@ -31,6 +31,11 @@ class ResolvedProblem:
     supplies: tuple[int | None, ...]
     power_w: tuple[float, ...]
     engine: EngineParams  # the engine's calibration, then the problem's explicit overrides
+    # sites (schema/fleet.py); empty without `sites:`, and the fleet is then one place
+    site_names: tuple[str, ...] = ()
+    site_supplies: tuple[tuple[int | None, ...], ...] = ()  # [site][hw]: None unlimited, 0 none
+    site_prices: tuple[tuple[float, ...], ...] = ()  # [site][hw] USD per device-hour
+    site_power_kw: tuple[float | None, ...] = ()
 
     @property
     def name(self) -> str:
@@ -39,6 +44,36 @@ class ResolvedProblem:
     @property
     def hardware_names(self) -> tuple[str, ...]:
         return tuple(h.name for h in self.hardware)
+
+    @property
+    def n_sites(self) -> int:
+        """Places the fleet is split over (1 without `sites:`)."""
+        return max(1, len(self.site_names))
+
+    def price_at(self, site: int, hw: int) -> float:
+        return self.site_prices[site][hw] if self.site_names else self.prices[hw]
+
+    def hw_index(self, name: str) -> int:
+        """A hardware type by its card name or its entry's name as written in the problem."""
+        if name in self.hardware_names:
+            return self.hardware_names.index(name)
+        return [h.name for h in self.problem.hardware].index(name)
+
+    def site_of(self, name: str | None) -> int:
+        return self.site_names.index(name) if name is not None else 0
+
+    @property
+    def instance_supplies(self) -> tuple[int | None, ...]:
+        """Devices one instance of each type can use at most: the global supply and, with sites,
+        the largest site's (an instance runs within one site)."""
+        if not self.site_names:
+            return self.supplies
+        out: list[int | None] = []
+        for h, g in enumerate(self.supplies):
+            per_site = [s[h] for s in self.site_supplies]
+            local = None if any(x is None for x in per_site) else max(per_site)
+            out.append(g if local is None else local if g is None else min(g, local))
+        return tuple(out)
 
 
 def _where(doc: YamlDoc, loc: tuple) -> str:
@@ -98,17 +133,41 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     names = [c.name for c in cards]
     if len(set(names)) != len(names):
         raise InputError(f"{_where(doc, ('hardware',))}: hardware: two entries resolve to the same card name")
+    prices = tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards))
+    site_supplies, site_prices = _sites(problem, prices)
     return ResolvedProblem(
         problem=problem,
         doc=doc,
         models=tuple(models),
         archs=tuple(archs),
         hardware=tuple(cards),
-        prices=tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards)),
+        prices=prices,
         supplies=tuple(h.supply for h in problem.hardware),
         power_w=tuple(h.power_w or c.power_w for h, c in zip(problem.hardware, cards)),
         engine=effective_engine(problem),
+        site_names=tuple(s.name for s in problem.sites or []),
+        site_supplies=site_supplies,
+        site_prices=site_prices,
+        site_power_kw=tuple(s.power_kw for s in problem.sites or []),
     )
+
+
+def _sites(problem: Problem, prices: tuple[float, ...]):
+    """Per site and hardware type: the supply (0 where the site lacks the type, None unlimited)
+    and the price (the site's override, else the hardware entry's)."""
+    names = [h.name for h in problem.hardware]
+    supplies, site_prices = [], []
+    for site in problem.sites or []:
+        sup: list[int | None] = [0] * len(names)
+        pr = list(prices)
+        for sh in site.hardware:
+            h = names.index(sh.type)
+            sup[h] = sh.supply
+            if sh.price_per_hour is not None:
+                pr[h] = sh.price_per_hour
+        supplies.append(tuple(sup))
+        site_prices.append(tuple(pr))
+    return tuple(supplies), tuple(site_prices)
 
 
 def effective_engine(problem: Problem) -> EngineParams:

@@ -90,6 +90,11 @@ def recompute(doc: PlanResult) -> PlanResult:
     }
     if doc.objective is not None and doc.objective.kind == "min_cost":
         update["objective"] = doc.objective.model_copy(update={"value": cost})
+        h = doc.heterogeneity
+        if h is not None and h.homogeneous_cost_per_hour is not None:
+            saving = h.homogeneous_cost_per_hour - cost
+            update["heterogeneity"] = h.model_copy(update={
+                "saving_per_hour": saving, "saving_pct": 100 * saving / h.homogeneous_cost_per_hour})
     return doc.model_copy(update=update)
 
 

@@ -2,6 +2,11 @@
 
 Built from the candidate table and the problem's fleet-level settings; the CP-SAT model reads
 only this (it never sees the performance model or the problem file).
+
+A column is a candidate row placed at a site (without `sites:` the fleet is one place and the
+columns are the rows, in order). A prefill column carries the decode types its KV cache may be
+sent to (`reach`); the model routes each site's disaggregated traffic from prefill to decode
+columns of that site only.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ class ServiceSpec:
     ratio_lo: int | None  # prefill/decode device ratio numerator over RATIO_DEN
     ratio_hi: int | None
     max_configs: int | None  # per role
+    sites: tuple[int, ...] | None = None  # the sites the service may use; None: every site
 
 
 @dataclass(frozen=True)
@@ -43,12 +49,47 @@ class FleetInstance:
     supply: tuple[int | None, ...]
     budget: int | None
     power_cap: int | None
+    # sites, KV reach and failure domains (defaults: one site, every prefill column serves every
+    # decode type, no failure constraint; the model is then exactly the one-place model)
+    site: np.ndarray | None = None  # per column: index into site_names (0 without sites)
+    reach: np.ndarray | None = None  # (columns, hw types) bool: decode types a prefill column serves
+    row: np.ndarray | None = None  # per column: the candidate table row it places
+    site_names: tuple[str, ...] = ()
+    site_supply: tuple[tuple[int | None, ...], ...] = ()  # [site][hw]; None: unlimited
+    site_power_cap: tuple[int | None, ...] = ()  # W per site; None: no cap
+    lose_instances: int = 0  # survive losing this many instances of any one type (0: no)
+    lose_site: bool = False  # survive losing any one site
+
+    def __post_init__(self) -> None:
+        n = len(self.service)
+        if self.site is None:
+            object.__setattr__(self, "site", np.zeros(n, dtype=np.int64))
+        if self.row is None:
+            object.__setattr__(self, "row", np.arange(n))
+        if self.reach is None:
+            object.__setattr__(self, "reach", np.ones((n, len(self.hw_names)), dtype=bool))
 
     def __len__(self) -> int:
         return len(self.service)
 
+    @property
+    def n_sites(self) -> int:
+        return max(1, len(self.site_names))
+
     def rows(self, s: int, role: int) -> np.ndarray:
+        """Columns of service s in a role, at every site."""
         return np.flatnonzero((self.service == s) & (self.role == role))
+
+    def cols(self, s: int, role: int, k: int) -> np.ndarray:
+        """Columns of service s in a role at site k."""
+        return np.flatnonzero((self.service == s) & (self.role == role) & (self.site == k))
+
+    def allowed(self, s: int, k: int) -> bool:
+        sites = self.services[s].sites
+        return sites is None or k in sites
+
+    def site_label(self, k: int) -> str:
+        return f" at site '{self.site_names[k]}'" if self.site_names else ""
 
 
 def _demand_bounds(t, cap, services, ratio) -> np.ndarray:
@@ -73,24 +114,61 @@ def _demand_bounds(t, cap, services, ratio) -> np.ndarray:
     return ub + extra
 
 
-def _limit_bounds(rp: ResolvedProblem, t, cost, power) -> np.ndarray:
-    """Instances of one row that supply, budget and power allow."""
+def _limit_bounds(rp: ResolvedProblem, devices, hw, site, cost, power) -> np.ndarray:
+    """Instances of one column that supply, budget and power allow (the global limits and the
+    column's site's)."""
     big = np.iinfo(np.int64).max // 4
-    supply = np.array([big if s is None else s for s in rp.supplies], dtype=np.int64)
-    ub = supply[t.hw] // np.maximum(t.devices, 1)
+    supply = np.array([big if s is None else s for s in rp.supplies], dtype=np.int64)[hw]
+    if rp.site_names:
+        local = np.array([[big if x is None else x for x in row] for row in rp.site_supplies],
+                         dtype=np.int64)
+        supply = np.minimum(supply, local[site, hw])
+    ub = supply // np.maximum(devices, 1)
     if rp.problem.budget_per_hour is not None:
         ub = np.minimum(ub, ints.budget(rp.problem.budget_per_hour) // np.maximum(cost, 1))
     if rp.problem.constraints.power_kw is not None:
         ub = np.minimum(ub, ints.power_cap(rp.problem.constraints.power_kw) // np.maximum(power, 1))
+    for k, kw in enumerate(rp.site_power_kw):
+        if kw is not None:
+            at = site == k
+            ub[at] = np.minimum(ub[at], ints.power_cap(kw) // np.maximum(power[at], 1))
     return ub
 
 
-def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
+def _placements(rp: ResolvedProblem, cs: CandidateSet) -> tuple[np.ndarray, np.ndarray]:
+    """(row, site) of every column: each candidate row at every site its service may use and
+    that has its hardware type (in row order, sites in order). One site: the rows themselves."""
     t = cs.table
+    if not rp.site_names:
+        return np.arange(len(t)), np.zeros(len(t), dtype=np.int64)
+    rows, sites = [], []
+    for r in range(len(t)):
+        pin = rp.problem.services[int(t.service[r])].sites
+        for k, name in enumerate(rp.site_names):
+            if (pin is None or name in pin) and rp.site_supplies[k][int(t.hw[r])] != 0:
+                rows.append(r)
+                sites.append(k)
+    return np.array(rows, dtype=np.int64), np.array(sites, dtype=np.int64)
+
+
+def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | None = None) -> FleetInstance:
+    """The fleet model's columns and limits. heterogeneous=False restricts every prefill column
+    to send its KV cache to its own hardware type (the best homogeneous plan's model); the
+    default is the problem's constraints.heterogeneous_prefill_decode."""
+    if heterogeneous is None:
+        heterogeneous = rp.problem.constraints.heterogeneous_prefill_decode
+    t = cs.table
+    row, site = _placements(rp, cs)
+    devices = t.devices.astype(np.int64)[row]
+    if rp.site_names:
+        unit = np.array([t.devices[r] * rp.price_at(int(k), int(t.hw[r])) for r, k in zip(row, site)])
+        cost = ints.cost(unit) if len(row) else np.zeros(0, dtype=np.int64)
+    else:
+        cost = ints.cost(t.cost_per_hour)
     cap = ints.capacity(t.capacity_qps)
-    cost = ints.cost(t.cost_per_hour)
-    power = ints.power(t.power_w)
+    power = ints.power(t.power_w)[row]
     ratio = rp.problem.constraints.prefill_decode_ratio
+    names = rp.site_names
     services = []
     for si, s in enumerate(rp.problem.services):
         roles = cs.roles[si]
@@ -104,19 +182,26 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
                 ratio_lo=ints.ratio_lo(ratio.min) if ratio.min is not None else None,
                 ratio_hi=ints.ratio_hi(ratio.max) if ratio.max is not None else None,
                 max_configs=rp.problem.search.max_distinct_configs,
+                sites=None if s.sites is None else tuple(names.index(x) for x in s.sites),
             )
         )
-    demand_ub = _demand_bounds(t, cap, services, ratio)
-    ub = _limit_bounds(rp, t, cost, power)
+    survive = rp.problem.constraints.survive
+    lose_k = (survive.lose_instances or 0) if survive is not None else 0
+    demand_ub = _demand_bounds(t, cap, services, ratio)[row]
+    if rp.problem.objective == "min_cost":
+        demand_ub = demand_ub + lose_k  # k more instances of one row can be what losing k needs
+    ub = _limit_bounds(rp, devices, t.hw[row], site, cost, power)
     if rp.problem.objective == "min_cost":
         ub = np.minimum(ub, demand_ub)
+    reach = cs.reach(row, heterogeneous, len(rp.hardware))
+    reach[t.role[row] != PREFILL] = True
     return FleetInstance(
         objective=rp.problem.objective,
-        service=t.service.copy(),
-        role=t.role.copy(),
-        hw=t.hw.copy(),
-        devices=t.devices.astype(np.int64),
-        cap=cap,
+        service=t.service[row].copy(),
+        role=t.role[row].copy(),
+        hw=t.hw[row].copy(),
+        devices=devices,
+        cap=cap[row],
         cost=cost,
         power=power,
         ub=np.maximum(ub, 0),
@@ -130,4 +215,12 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet) -> FleetInstance:
             if rp.problem.constraints.power_kw
             else None
         ),
+        site=site,
+        reach=reach,
+        row=row,
+        site_names=names,
+        site_supply=rp.site_supplies,
+        site_power_cap=tuple(None if kw is None else ints.power_cap(kw) for kw in rp.site_power_kw),
+        lose_instances=lose_k,
+        lose_site=bool(survive is not None and survive.lose_site),
     )

@@ -30,12 +30,16 @@ from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
 
 
+LINEARIZATION = 2
+
+
 @dataclass(frozen=True)
 class SolveOptions:
     time_limit_s: float = 60.0
     seed: int = 0
     workers: int = 1
     tiebreak_work: float = 5.0  # CP-SAT deterministic time per tie-break stage (~seconds)
+    max_stages: int | None = None  # run only the first stages (None: all)
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,13 @@ class FleetSolution:
     stages: list[Stage] = field(default_factory=list)
     infeasible_groups: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # per (service, site): QPS shares
+    site_colocated: np.ndarray | None = None
+    site_disaggregated: np.ndarray | None = None
 
 
-def _solver(opts: SolveOptions, time_left: float, work: float | None = None) -> cp_model.CpSolver:
+def _solver(opts: SolveOptions, time_left: float, work: float | None = None,
+            sites: bool = False) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
     s.parameters.num_workers = opts.workers
     s.parameters.random_seed = opts.seed
@@ -67,9 +75,15 @@ def _solver(opts: SolveOptions, time_left: float, work: float | None = None) -> 
     # Covering rows with large capacity coefficients: level 2 adds cuts (knapsack covers, MIR)
     # that close the bound; on the 10-service benchmark it turned a 7% gap after 60 s into a
     # proof (reference/cpsat.md 2.2 also needs it for explanations with enforced rows).
-    s.parameters.linearization_level = 2
+    s.parameters.linearization_level = LINEARIZATION
     if work is not None:
         s.parameters.max_deterministic_time = work
+    if sites and opts.workers == 1:
+        # Several sites multiply near-equivalent columns under per-site supply: branching on
+        # the LP solution proved the shipped multi-site problem in 3.1 s instead of 10.3 s and
+        # halved the 60-s gap of benchmarks/bench_fleet_sites.py on one worker (with more
+        # workers CP-SAT's portfolio does better left alone).
+        s.parameters.search_branching = cp_model.LP_SEARCH
     return s
 
 
@@ -129,31 +143,47 @@ def sub_instance(inst: FleetInstance, s: int) -> FleetInstance:
         cost=inst.cost[rows], power=inst.power[rows], ub=inst.ub[rows],
         demand_ub=inst.demand_ub[rows],
         services=(inst.services[s],),
+        site=inst.site[rows], reach=inst.reach[rows], row=inst.row[rows],
     )
 
 
-def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> list[float] | None:
+@dataclass
+class Standalone:
+    """Each service planned alone: bounds (None where a sub-solve found nothing) and, where
+    every sub-solve found a plan, their union as instance counts of the full instance."""
+
+    bounds: list[float | None]
+    counts: np.ndarray | None
+
+
+def _standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> Standalone | None:
     """Each service planned alone: a lower bound on its cost (min_cost) or an upper bound on the
-    scale (max_throughput). CP-SAT's best bound is valid even when a sub-solve is not finished."""
+    scale (max_throughput). CP-SAT's best bound is valid even when a sub-solve is not finished.
+    Together the services' own plans also make a starting point for the shared fleet (a hint):
+    when they fit the shared limits, they are its optimum."""
     if len(inst.services) < 2:
         return None
-    out = []
+    out: list[float | None] = []
+    counts: np.ndarray | None = np.zeros(len(inst), dtype=np.int64)
     for s in range(len(inst.services)):
         fm = FleetModel(sub_instance(inst, s))
         if inst.objective == "max_throughput":
             fm.m.maximize(fm.scale)
         else:
             fm.m.minimize(fm.cost_expr())
-        sv = _solver(opts, limit)
+        sv = _solver(opts, limit, sites=inst.n_sites > 1)
         status = sv.solve(fm.m)
         _check_status(status, fm)
         if status == cp_model.INFEASIBLE:
             return None  # the main solve will find and explain it
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             out.append(None)
+            counts = None
             continue
         out.append(sv.best_objective_bound)
-    return out
+        if counts is not None:
+            counts[np.flatnonzero(inst.service == s)] = [sv.value(v) for v in fm.n]
+    return Standalone(out, counts)
 
 
 def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolution:
@@ -168,8 +198,11 @@ def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolutio
 def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:
     t0 = time.perf_counter()
     fm = FleetModel(inst)
-    bounds = _standalone(inst, opts, max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
-    for s, b in enumerate(bounds or []):
+    alone = _standalone(inst, opts, max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
+    if alone is not None and alone.counts is not None and inst.objective == "min_cost":
+        for v, x in zip(fm.n, alone.counts):
+            fm.m.add_hint(v, int(x))
+    for s, b in enumerate(alone.bounds if alone is not None else []):
         if b is None:
             continue
         if inst.objective == "max_throughput":
@@ -188,11 +221,11 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
     stages: list[Stage] = []
     gap = 0.0
     overall = "optimal"
-    hint_vars = fm.n + fm.used + fm.col + fm.dis + ([fm.scale] if fm.scale is not None else [])
-    for k, (name, expr, is_max) in enumerate(stages_spec):
+    hint_vars = fm.hint_vars()
+    for k, (name, expr, is_max) in enumerate(stages_spec[:opts.max_stages]):
         (m.maximize if is_max else m.minimize)(expr)
         left = opts.time_limit_s - (time.perf_counter() - t0)
-        solver = _solver(opts, left, None if k == 0 else opts.tiebreak_work)
+        solver = _solver(opts, left, None if k == 0 else opts.tiebreak_work, sites=inst.n_sites > 1)
         status = solver.solve(m)
         _check_status(status, fm)
         if k == 0 and status == cp_model.INFEASIBLE:
@@ -222,11 +255,13 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
         else:
             m.add(expr <= value)
         counts = np.array([solver.value(v) for v in fm.n], dtype=np.int64)
-        col = np.array([solver.value(v) for v in fm.col], dtype=float)
-        dis = np.array([solver.value(v) for v in fm.dis], dtype=float)
+        site_col = np.array([[solver.value(v) for v in vs] for vs in fm.col], dtype=float)
+        site_dis = np.array([[solver.value(v) for v in vs] for vs in fm.dis], dtype=float)
         scale = solver.value(fm.scale) / ints.SCALE_UNIT if fm.scale is not None else None
+    col, dis = site_col.sum(axis=1), site_dis.sum(axis=1)
     return FleetSolution(
         status=overall, counts=counts, colocated_share=col / ints.QPS_SCALE,
         disaggregated_share=dis / ints.QPS_SCALE, scale=scale, gap=gap,
         wall_s=time.perf_counter() - t0, stages=stages,
+        site_colocated=site_col / ints.QPS_SCALE, site_disaggregated=site_dis / ints.QPS_SCALE,
     )

@@ -197,17 +197,21 @@ def prompt_latency(
 
 
 def kv_transfer_s(
-    arch: ModelArch, hw: HardwareTable, plans: Plans, tokens, engine: EngineParams
+    arch: ModelArch, hw: HardwareTable, plans: Plans, tokens, engine: EngineParams,
+    link: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> np.ndarray:
     """Ship one prompt's KV cache from a prefill instance to a decode instance.
 
     All of the prefill instance's NICs send in parallel (each device holds its shard); bf16 or
     the KV precision, full model. `kv_transfer_overlap` hides part of it behind compute.
+    `link` is (bytes/s per device, latency s) per plan when the decode pool is on another
+    hardware type (the slower of the two cards' scale-out links); default the plan's own card's.
     """
     i = plans.hw
+    bw_dev, lat = (hw.so_bw[i], hw.so_lat[i]) if link is None else link
     bytes_ = np.asarray(tokens, dtype=float) * arch.kv_cache_bytes_per_token(1.0) * PRECISION_BYTES[plans.kvprec]
-    bw = hw.so_bw[i] * plans.devices
-    return (hw.so_lat[i] + bytes_ / bw) * (1.0 - engine.kv_transfer_overlap)
+    bw = bw_dev * plans.devices
+    return (lat + bytes_ / bw) * (1.0 - engine.kv_transfer_overlap)
 
 
 def _solve_rho(ok_at, n: int, hi: float, iters: int = 40) -> np.ndarray:
@@ -235,7 +239,9 @@ def prefill_role(
     wl: Workload,
     slo: Slo,
     engine: EngineParams,
+    kv_link: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> RoleMetrics:
+    """`kv_link`: the link the KV cache crosses to the decode pool (see kv_transfer_s)."""
     B = plans.batch
     st = stage_time(arch, hw, plans, Load.prefill(B / plans.dp, wl.input_tokens), engine)
     latency = pass_latency(plans, st, engine)
@@ -247,8 +253,8 @@ def prefill_role(
     # a full pipe releases one batch per stage time
     interval = st.stage_s + engine.step_overhead_ms * 1e-3
     per_request = interval / B
-    t_kv = kv_transfer_s(arch, hw, plans, wl.input_tokens, engine)
-    t_kv99 = kv_transfer_s(arch, hw, plans, wl.input_p99, engine)
+    t_kv = kv_transfer_s(arch, hw, plans, wl.input_tokens, engine, kv_link)
+    t_kv99 = kv_transfer_s(arch, hw, plans, wl.input_p99, engine, kv_link)
 
     overhead = engine.request_overhead_ms * 1e-3
 

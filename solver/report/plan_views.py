@@ -29,10 +29,10 @@ def _vs(pred: float | None, bound: float | None) -> str:
     return f"{pred:.0f}/{bound:g}"
 
 
-def _pool_rows(s: ServiceResult) -> list[list[object]]:
+def _pool_rows(s: ServiceResult, sites: bool = False) -> list[list[object]]:
     rows = []
     for p in s.pools:
-        rows.append([
+        rows.append([p.site] * sites + [
             p.role, p.hardware, parallel_text(p), p.batch, p.instances, p.devices,
             round(p.capacity_qps, 1), round(p.cost_per_hour, 2),
             _vs(p.predicted.ttft_ms, s.slo.ttft_p50_ms), _vs(p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
@@ -45,6 +45,79 @@ def _pool_rows(s: ServiceResult) -> list[list[object]]:
 POOL_HEADERS = ["role", "hardware", "parallel", "batch", "inst", "devices", "QPS", "$/h",
                 "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "GiB/dev"]
 POOL_ALIGN = "lllrrrrrrrrrr"
+
+
+def _pool_table(s: ServiceResult, sites: bool) -> tuple[list[str], list[list[object]], str]:
+    return (["site"] * sites + POOL_HEADERS, _pool_rows(s, sites), "l" * sites + POOL_ALIGN)
+
+
+def _fleet_lines(s: ServiceResult) -> list[str]:
+    """Sites, KV routes across hardware types and failure margins of one service."""
+    out = []
+    if s.sites:
+        out.append("  by site: " + "; ".join(
+            f"{x.site} sized for {x.qps:g} QPS (capacity {x.capacity_qps:.1f})" for x in s.sites))
+    if s.kv_routes:
+        out.append("  KV routes: " + "; ".join(
+            (f"{r.site}: " if r.site else "") + f"{r.prefill_hardware} -> {r.decode_hardware} "
+            f"{r.qps:g} QPS ({r.link_gb_s:g} GB/s, {r.link_latency_us:g} us)" for r in s.kv_routes))
+    v = s.survive
+    if v is not None:
+        parts = []
+        if v.lose_instances:
+            parts.append(f"after losing {v.lose_instances} {v.worst_instances_loss_hardware} "
+                         f"instance(s) {v.worst_instances_loss_qps:.1f} QPS")
+        if v.lose_site:
+            parts.append(f"after losing site {v.worst_site_loss_site} {v.worst_site_loss_qps:.1f} QPS")
+        out.append(f"  worst case (demand {s.demand_qps:g} QPS): " + "; ".join(parts))
+    return out
+
+
+def _hetero_lines(doc: PlanResult) -> list[str]:
+    h = doc.heterogeneity
+    if h is None:
+        return []
+    if h.homogeneous_status == "infeasible":
+        return ["heterogeneous plan: no homogeneous plan (prefill and decode on one type) exists: "
+                + "; ".join(h.infeasible_because)]
+    ratios = {x.name: x.prefill_decode_ratio for x in h.homogeneous_services}
+    moved = "; ".join(
+        f"'{s.name}' prefill:decode {ratios.get(s.name) or '-'} -> {s.prefill_decode_ratio or '-'}"
+        for s in doc.services if s.kv_routes)
+    exact = ("both proven optimal" if h.exact else
+             "not both proven optimal: compares the best plans found, not exact")
+    if h.throughput_gain_pct is not None:
+        head = (f"heterogeneous plan: {h.throughput_gain_pct:+.2f}% throughput against the best "
+                f"homogeneous plan ({h.homogeneous_throughput_scale:g} x the mix, {exact})")
+    else:
+        head = (f"heterogeneous plan: saves ${h.saving_per_hour:,.2f}/h ({h.saving_pct:.2f}%) against "
+                f"the best homogeneous plan (${h.homogeneous_cost_per_hour:,.2f}/h, {exact})")
+    return [head + (f"; {moved}" if moved else "")]
+
+
+def _site_rows(doc: PlanResult) -> list[list[object]]:
+    return [[x.name, x.devices, ", ".join(f"{n} x {k}" for k, n in x.devices_by_type.items()) or "-",
+             round(x.cost_per_hour, 2), round(x.power_kw, 1),
+             "-" if x.power_cap_kw is None else x.power_cap_kw] for x in doc.sites or []]
+
+
+SITE_HEADERS = ["site", "devices", "by type", "$/h", "kW", "kW cap"]
+
+
+def _transition_lines(doc: PlanResult) -> list[str]:
+    t = doc.transition
+    if t is None:
+        return []
+    payback = "never (no saving)" if t.payback_hours is None else f"{t.payback_hours:,.1f} h"
+    return [
+        f"transition: {t.recommendation.upper()}: {t.reason}",
+        f"  current ${t.current_cost_per_hour:,.2f}/h -> plan ${t.plan_cost_per_hour:,.2f}/h: saves "
+        f"${t.saving_per_hour:,.2f}/h, ${t.saving_over_horizon_usd:,.0f} over {t.horizon_hours:g} h",
+        f"  switching ${t.switching_cost_usd:,.0f}: {t.devices_moved} devices moved "
+        f"(${t.moved_cost_usd:,.0f}), {t.instances_resharded} instances re-sharded "
+        f"(${t.resharded_cost_usd:,.0f}), {t.drained_device_hours:g} device-hours drained "
+        f"(${t.drained_cost_usd:,.0f}); payback {payback}",
+    ] + [f"  current deployment: {x}" for x in t.current_problems]
 
 
 def headline(doc: PlanResult) -> str:
@@ -110,9 +183,14 @@ def to_table(doc: PlanResult) -> str:
         out += [f"  - {r}" for r in doc.infeasible_because]
         out += ["", _solver_line(doc)]
         return "\n".join(out) + "\n"
+    sites = doc.sites is not None
     for s in doc.services:
-        out += ["", _service_line(s), table(POOL_HEADERS, _pool_rows(s), POOL_ALIGN)]
-    out += ["", "latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
+        out += ["", _service_line(s), *_fleet_lines(s), table(*_pool_table(s, sites))]
+    if sites:
+        out += ["", table(SITE_HEADERS, _site_rows(doc), "lrlrrr")]
+    fleet = _hetero_lines(doc) + _transition_lines(doc)
+    out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
+    out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
             *_assumption_lines(doc), _solver_line(doc)]
     if doc.decision is not None:
         for title, lines in record_lines(doc.decision):
@@ -157,10 +235,20 @@ def to_markdown(doc: PlanResult) -> str:
         out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because] + [""]
     else:
         out += ["## Pools", ""]
+        sites = doc.sites is not None
         for s in doc.services:
-            out += [f"### Service '{s.name}'", "", _service_line(s), "",
-                    _md_table(POOL_HEADERS, _pool_rows(s)), ""]
+            headers, rows, _ = _pool_table(s, sites)
+            extra = [x.strip() for x in _fleet_lines(s)]
+            out += [f"### Service '{s.name}'", "", _service_line(s), ""]
+            out += [f"- {x}" for x in extra] + [""] * bool(extra)
+            out += [_md_table(headers, rows), ""]
         out += ["Latencies in ms: predicted / SLO bound (bound applies with the safety margin).", ""]
+        if sites:
+            out += ["## Sites", "", _md_table(SITE_HEADERS, _site_rows(doc)), ""]
+        if doc.heterogeneity is not None:
+            out += ["## Heterogeneous vs homogeneous", "", *[f"- {x}" for x in _hetero_lines(doc)], ""]
+        if doc.transition is not None:
+            out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
         out += _md_cost(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
     if doc.decision is not None:

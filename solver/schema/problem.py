@@ -15,6 +15,7 @@ from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 from solver.perf.engine import EngineParams
 from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
+from solver.schema.fleet import CurrentPool, Site, Survive, Transition, check_fleet_fields
 from solver.schema.routing import Routing
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
@@ -160,6 +161,7 @@ class Service(Strict):
     slo: Slo = Slo()
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
+    sites: list[str] | None = Field(None, min_length=1, max_length=64)  # pin (schema/fleet.py)
 
 
 class HardwareEntry(Strict):
@@ -212,6 +214,9 @@ class Constraints(Strict):
     prefill_decode_ratio: RatioBound = RatioBound()
     power_kw: float | None = Field(None, gt=0, le=1e7)
     safety_margin: float = Field(0.05, ge=0, le=10)
+    # schema/fleet.py
+    heterogeneous_prefill_decode: bool = True
+    survive: Survive | None = None
 
 
 class Software(Strict):
@@ -232,6 +237,10 @@ class Problem(Strict):
     constraints: Constraints = Constraints()
     software: Software = Software()
     engine: EngineParams = EngineParams()
+    # schema/fleet.py
+    sites: list[Site] | None = Field(None, min_length=1, max_length=64)
+    current: list[CurrentPool] | None = Field(None, min_length=1, max_length=10_000)
+    transition: Transition | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Problem:
@@ -245,14 +254,22 @@ class Problem(Strict):
             if t in types[:j]:
                 raise FieldError(f"hardware type '{t}' repeats hardware[{types.index(t)}]; "
                                  "hardware types must be unique", ("hardware", j, "type"))
+        check_fleet_fields(self)
         if self.objective == "max_throughput":
-            finite_supply = all(h.supply is not None for h in self.hardware)
-            if self.budget_per_hour is None and not finite_supply and self.constraints.power_kw is None:
+            finite_supply = all(
+                h.supply is not None or (self.sites is not None and all(
+                    sh.supply is not None for site in self.sites for sh in site.hardware if sh.type == h.name))
+                for h in self.hardware
+            )
+            site_caps = self.sites is not None and all(site.power_kw is not None for site in self.sites)
+            if (self.budget_per_hour is None and not finite_supply and self.constraints.power_kw is None
+                    and not site_caps):
                 raise FieldError(
                     "max_throughput needs a budget_per_hour, a power_kw cap or a supply for every "
                     "hardware type (otherwise throughput is unbounded)", ("objective",)
                 )
-        if all(h.supply == 0 for h in self.hardware):
+        if all(h.supply == 0 for h in self.hardware) or (self.sites is not None and all(
+                sh.supply == 0 for site in self.sites for sh in site.hardware)):
             raise FieldError("every hardware type has supply 0: nothing can be planned", ("hardware",))
         return self
 

@@ -1,16 +1,36 @@
-"""The result document (SPEC "Result document"); fields beyond SPEC are marked as extensions."""
+"""The result document (SPEC "Result document"); fields beyond SPEC are marked as extensions.
+
+Fleet extensions (sites, KV routes, the heterogeneous-vs-homogeneous comparison, failure
+domains, transitions) are left out of the document when they do not apply (None), so a
+problem that uses none of them gives the same document as before they existed.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from solver.schema.base import Strict
 from solver.schema.cards import Precision
 from solver.schema.decision import DecisionRecord, Fallback
 
 Role = Literal["prefill", "decode", "colocated"]
+
+
+class Doc(Strict):
+    """A result model whose fields named in `_omit_when_none` are left out when None."""
+
+    _omit_when_none: ClassVar[frozenset[str]] = frozenset()
+
+    @model_serializer(mode="wrap")
+    def _omit_absent(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for k in self._omit_when_none:
+                if k in data and data[k] is None:
+                    del data[k]
+        return data
 
 
 class Predicted(Strict):
@@ -22,7 +42,9 @@ class Predicted(Strict):
     tpot_p99_ms: float | None = None
 
 
-class Pool(Strict):
+class Pool(Doc):
+    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms"})
+
     role: Role
     hardware: str
     tp: int
@@ -41,6 +63,50 @@ class Pool(Strict):
     chunk_tokens: int | None = Field(None, description="colocated: prefill tokens per iteration")
     power_kw: float
     capacity_qps_per_instance: float
+    # fleet extensions
+    site: str | None = Field(None, description="the site of the pool (problems with sites)")
+    kv_link_gb_s: float | None = Field(
+        None, description="prefill pools of heterogeneous services: the KV link the TTFT was "
+        "computed for (GB/s per device); absent: the pool's own card's scale-out link")
+    kv_link_latency_us: float | None = None
+    kv_transfer_ms: float | None = Field(None, description="KV transfer of a mean prompt, in TTFT")
+
+
+class KvRoute(Doc):
+    """Traffic whose KV cache goes from prefill pools of one type to decode pools of another
+    (or the same) type, at one site."""
+
+    _omit_when_none = frozenset({"site"})
+
+    site: str | None = None
+    prefill_hardware: str
+    decode_hardware: str
+    qps: float
+    link_gb_s: float = Field(description="the shared link: the slower card's scale-out, per device")
+    link_latency_us: float
+
+
+class SiteShare(Strict):
+    site: str
+    qps: float = Field(description="the traffic the site is sized for: its share of the demand "
+                       "(with failure domains, what it must take over when others fail)")
+    capacity_qps: float = Field(description="what the service's pools at the site can serve")
+
+
+class ServiceSurvival(Doc):
+    """Capacity left in the worst case of each failure the problem asks to survive."""
+
+    _omit_when_none = frozenset({"lose_instances", "worst_instances_loss_qps",
+                                 "worst_instances_loss_hardware", "worst_site_loss_qps",
+                                 "worst_site_loss_site"})
+
+    lose_instances: int | None = None
+    worst_instances_loss_qps: float | None = Field(
+        None, description="capacity after the worst loss of lose_instances instances of one type")
+    worst_instances_loss_hardware: str | None = None
+    lose_site: bool = False
+    worst_site_loss_qps: float | None = Field(None, description="capacity after the worst site loss")
+    worst_site_loss_site: str | None = None
 
 
 class SloBounds(Strict):
@@ -50,7 +116,9 @@ class SloBounds(Strict):
     tpot_p99_ms: float | None = None
 
 
-class ServiceResult(Strict):
+class ServiceResult(Doc):
+    _omit_when_none = frozenset({"kv_routes", "sites", "survive"})
+
     name: str
     model: str
     demand_qps: float
@@ -67,6 +135,11 @@ class ServiceResult(Strict):
     cost_per_hour: float
     devices: int
     routing: str | None = Field(None, description="MoE models: the routing the plan assumed")
+    # fleet extensions
+    kv_routes: list[KvRoute] | None = Field(
+        None, description="heterogeneous services: the KV traffic between hardware types")
+    sites: list[SiteShare] | None = None
+    survive: ServiceSurvival | None = None
 
 
 class Objective(Strict):
@@ -137,7 +210,93 @@ class Assumptions(Strict):
     remeasure_after_days: int
 
 
-class PlanResult(Strict):
+class SiteResult(Strict):
+    name: str
+    devices: int
+    devices_by_type: dict[str, int]
+    cost_per_hour: float
+    power_kw: float
+    power_cap_kw: float | None
+
+
+class HomogeneousService(Strict):
+    name: str
+    runtime: Literal["colocated", "disaggregated", "mixed"]
+    prefill_decode_ratio: float | None
+    devices: int
+    cost_per_hour: float
+
+
+class HeteroComparison(Doc):
+    """A heterogeneous plan (prefill and decode of a service on different types) against the
+    best homogeneous plan for the same problem, found by solving it again with every KV route
+    kept within one hardware type."""
+
+    _omit_when_none = frozenset({"homogeneous_throughput_scale", "throughput_gain_pct"})
+
+    homogeneous_status: Literal["optimal", "feasible", "infeasible"]
+    homogeneous_cost_per_hour: float | None
+    homogeneous_throughput_scale: float | None = None
+    homogeneous_devices_by_type: dict[str, int]
+    homogeneous_services: list[HomogeneousService]
+    saving_per_hour: float | None = Field(description="min_cost: homogeneous minus this plan's cost")
+    saving_pct: float | None
+    throughput_gain_pct: float | None = None
+    exact: bool = Field(description="both plans proven optimal, so the saving is exact")
+    infeasible_because: list[str]
+
+
+class CurrentPoolResult(Doc):
+    """A pool of the current deployment as the performance model sees it."""
+
+    _omit_when_none = frozenset({"site", "chunk_tokens"})
+
+    service: str
+    role: Role
+    hardware: str
+    site: str | None = None
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    batch: int
+    chunk_tokens: int | None = None
+    instances: int
+    devices: int
+    capacity_qps: float
+    cost_per_hour: float
+    fits_memory: bool
+    meets_slo: bool
+    predicted: Predicted
+
+
+class TransitionResult(Strict):
+    """Moving from the current deployment to this plan: what it costs, what it saves, and
+    whether it pays back within the horizon."""
+
+    current_cost_per_hour: float
+    current_pools: list[CurrentPoolResult]
+    current_meets_problem: bool
+    current_problems: list[str] = Field(description="why the current deployment does not do")
+    plan_cost_per_hour: float
+    saving_per_hour: float
+    horizon_hours: float
+    saving_over_horizon_usd: float
+    devices_moved: int
+    instances_resharded: int
+    drained_device_hours: float
+    moved_cost_usd: float
+    resharded_cost_usd: float
+    drained_cost_usd: float
+    switching_cost_usd: float
+    payback_hours: float | None = Field(description="switching cost / hourly saving; null: never")
+    recommendation: Literal["move", "stay"]
+    reason: str
+
+
+class PlanResult(Doc):
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition"})
+
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
     objective: Objective | None
@@ -156,6 +315,10 @@ class PlanResult(Strict):
     decision: DecisionRecord | None = Field(
         None, description="the decision record (extension): uncertainty, runners-up, fallback, validity"
     )
+    # fleet extensions
+    sites: list[SiteResult] | None = None
+    heterogeneity: HeteroComparison | None = None
+    transition: TransitionResult | None = None
 
 
 Fallback.model_rebuild(_types_namespace={"Pool": Pool})
