@@ -25,7 +25,9 @@ from solver.decision.bands import error_band
 from solver.fleet.solve import SolveOptions
 from solver.plan import plan
 from solver.problem import ResolvedProblem, resolve
+from solver.errors import FleetplanError
 from solver.schema.decision import Alternative, Fallback
+from solver.schema.problem import Problem
 from solver.schema.result import PlanResult
 
 MAX_DEVICE_TYPE_RUNNERS = 2
@@ -127,15 +129,47 @@ def runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: 
     return out
 
 
+def _supply(rp: ResolvedProblem, j: int) -> float:
+    """Devices of type j available in all (None: unlimited), over the sites when there are any."""
+    if rp.site_names:
+        per_site = [rp.site_supplies[k][j] for k in range(len(rp.site_names))]
+        return float("inf") if any(x is None for x in per_site) else float(sum(per_site))
+    return float("inf") if rp.supplies[j] is None else float(rp.supplies[j])
+
+
 def _most_available(rp: ResolvedProblem, winner: PlanResult) -> tuple[int, str]:
     def key(j: int):
-        supply = rp.supplies[j]
-        return (float("inf") if supply is None else supply, winner.devices_by_type.get(rp.hardware_names[j], 0),
-                -rp.prices[j])
+        return (_supply(rp, j), winner.devices_by_type.get(rp.hardware_names[j], 0), -rp.prices[j])
     j = max(range(len(rp.hardware)), key=key)
-    supply = rp.supplies[j]
-    why = ("unlimited supply" if supply is None else f"largest supply ({supply} devices)")
+    supply = _supply(rp, j)
+    why = "unlimited supply" if supply == float("inf") else f"largest supply ({supply:.0f} devices)"
     return j, why
+
+
+def _narrowed(problem: Problem, name: str, j: int, margin: float) -> Problem:
+    """The problem on hardware entry j only (and the sites that have it), one configuration per
+    service and role, with the given safety margin."""
+    update: dict = {
+        "hardware": [problem.hardware[j]],
+        "constraints": problem.constraints.model_copy(update={"safety_margin": round(margin, 4)}),
+        "search": problem.search.model_copy(update={"max_distinct_configs": 1}),
+    }
+    if problem.sites:
+        sites = [site.model_copy(update={"hardware": [h for h in site.hardware if h.type == name]})
+                 for site in problem.sites]
+        kept = [site for site in sites if site.hardware]
+        names = {site.name for site in kept}
+        update["sites"] = kept
+        services = []
+        for svc in problem.services:
+            if svc.sites is not None:
+                pins = [x for x in svc.sites if x in names]
+                if not pins:
+                    raise ValueError(f"service '{svc.name}' is pinned to sites without {name}")
+                svc = svc.model_copy(update={"sites": pins})
+            services.append(svc)
+        update["services"] = services
+    return problem.model_copy(update=update)
 
 
 def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fallback:
@@ -144,14 +178,14 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
     engine = rp.problem.software.engine
     band = max(max(b.ttft_pct, b.tpot_pct)
                for b in (error_band(engine, name, a.moe_layers > 0) for a in rp.archs)) / 100.0
-    problem = rp.problem
-    margin = max(problem.constraints.safety_margin, band)
-    narrowed = problem.model_copy(update={
-        "hardware": [problem.hardware[j]],
-        "constraints": problem.constraints.model_copy(update={"safety_margin": round(margin, 4)}),
-        "search": problem.search.model_copy(update={"max_distinct_configs": 1}),
-    })
-    doc = plan(resolve(narrowed, rp.doc), opts, timings=False)
+    margin = max(rp.problem.constraints.safety_margin, band)
+    try:
+        narrowed = resolve(_narrowed(rp.problem, name, j, margin), rp.doc)
+    except (ValueError, FleetplanError) as exc:  # the narrowed problem cannot be stated
+        return Fallback(hardware=name, why=why, safety_margin=round(margin, 4), status="infeasible",
+                        cost_per_hour=None, delta_cost_pct=None, devices_by_type={}, pools=[],
+                        infeasible_because=[str(exc)])
+    doc = plan(narrowed, opts, timings=False)
     pools = [p for s in doc.services for p in s.pools]
     feasible = doc.status != "infeasible"
     cost = doc.cost_per_hour if feasible else None
