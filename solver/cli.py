@@ -174,17 +174,31 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
 def _cmd_plan(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.plan import plan_file
+    from solver.plan import plan
     from solver.report.plan_views import RENDERERS
 
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
-    doc = plan_file(_problem_path(a.problem), opts, timings=not a.no_timings)
+    rp = _load_base(a.problem)
+    doc = plan(rp, opts, timings=not a.no_timings)
     text = RENDERERS[a.format](doc)
     if a.out:
         _write_atomic(a.out, text)
     else:
         sys.stdout.write(text)
     return 1 if doc.status == "infeasible" else 0
+
+
+def _load_base(ref: str):
+    """A problem for a one-problem command; a `sweep:` is validated and the base problem (the
+    file as written) is returned, with a note on stderr (`fleetplan batch` plans the variants)."""
+    from solver.problem import load_problem
+    from solver.sweep import base_problem_note
+
+    rp = load_problem(_problem_path(ref))
+    note = base_problem_note(rp)
+    if note:
+        print(note, file=sys.stderr)
+    return rp
 
 
 def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
@@ -195,7 +209,6 @@ def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
 
 def _cmd_frontier(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.problem import load_problem
     from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
     from solver.report import question_views as views
     from solver.report.plots import frontier_png, require_matplotlib
@@ -204,7 +217,7 @@ def _cmd_frontier(a: argparse.Namespace) -> int:
         raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
     if a.plot:
         require_matplotlib("--plot/--out-png")  # before any solving
-    rp = load_problem(_problem_path(a.problem))
+    rp = _load_base(a.problem)
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = frontier(rp, a.points, a.max_scale, opts, timings=not a.no_timings)
     if a.plot:
@@ -216,11 +229,10 @@ def _cmd_frontier(a: argparse.Namespace) -> int:
 
 def _cmd_price_sweep(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.problem import load_problem
     from solver.questions.price import any_feasible, price_sweep
     from solver.report import question_views as views
 
-    rp = load_problem(_problem_path(a.problem))
+    rp = _load_base(a.problem)
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = price_sweep(rp, a.hardware, a.price_from, a.price_to, a.steps, a.tolerance,
                       a.max_solves, opts, timings=not a.no_timings, compare=a.compare)
@@ -241,17 +253,20 @@ def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
 
 def _cmd_check(a: argparse.Namespace) -> int:
     from solver.problem import load_problem
+    from solver.sweep import describe, expand
 
     bad = 0
     for ref in a.problems:
         try:
             rp = load_problem(_problem_path(ref))
+            variants = expand(rp)  # validates every value of a sweep
         except InputError as exc:
             bad += 1
             print(f"error: {exc}", file=sys.stderr)
             continue
+        sweep = describe(rp, variants)
         print(f"ok: {ref} ({rp.name}: {len(rp.problem.services)} services, "
-              f"{len(rp.hardware)} hardware types)")
+              f"{len(rp.hardware)} hardware types{'; ' + sweep if sweep else ''})")
     return 2 if bad else 0
 
 

@@ -2,8 +2,8 @@
 
 Extensions beyond SPEC (documented in the README): `services[].kv_precision`,
 `search.chunk_tokens` (prefill tokens per colocated iteration), `search.precision`-free
-per-service precision, `engine:` overrides of the runtime parameters, and hardware entries'
-`power_w` override.
+per-service precision, `engine:` overrides of the runtime parameters, hardware entries'
+`power_w` override, and `sweep:` (schema/sweep.py: values to plan the problem at).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from solver.perf.engine import EngineParams
 from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.routing import Routing
+from solver.schema.sweep import Sweep
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
@@ -220,6 +221,8 @@ class Problem(Strict):
     constraints: Constraints = Constraints()
     software: Software = Software()
     engine: EngineParams = EngineParams()
+    # values to plan the problem at (`fleetplan batch`; schema/sweep.py, expanded by sweep.py)
+    sweep: Sweep | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Problem:
