@@ -129,6 +129,41 @@ def _build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--out-json", help="also write the JSON document to this file")
     _question_solver_args(ps)
 
+    b = sub.add_parser("batch", help="plan many problem files (folders, globs) and the variants "
+                       "of their sweeps: one result file each and a summary table")
+    b.add_argument("paths", nargs="+", metavar="PATH",
+                   help="problem files, folders (their *.yaml), globs, or shipped problem names")
+    b.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder: results/<problem>.json and summary.csv/.json/.parquet")
+    where = b.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive, default=1,
+                       help="problems planned at once on a local process pool (default 1)")
+    where.add_argument("--ray", metavar="ADDRESS",
+                       help="plan on a Ray cluster: its address, 'auto' (the running cluster) or "
+                       "'local' (start one here); needs pip install 'fleetplan[ray]'")
+    b.add_argument("--resume", action="store_true",
+                   help="skip problems whose result in DIR was planned from the same inputs "
+                   "(problem, cards, calibration, measured tables, solver options)")
+    b.add_argument("-r", "--recursive", action="store_true", help="search folders' subfolders too")
+    b.add_argument("--pivot", nargs=2, metavar=("ROW", "COL"),
+                   help="also write summary.pivot.csv (and print it): one row per value of the "
+                   "swept field ROW, one column per value of COL (labels as in the summary's "
+                   "sweep.* columns, e.g. h100-sxm.price chat.qps)")
+    b.add_argument("--pivot-value", choices=["cost_per_hour", "objective", "total_devices", "power_kw"],
+                   default="cost_per_hour", help="the pivot's cells (default cost_per_hour)")
+    b.add_argument("--plot", metavar="FILE.png",
+                   help="draw cost against a swept field (needs matplotlib: pip install "
+                   "'fleetplan[plot]')")
+    b.add_argument("--plot-x", metavar="LABEL",
+                   help="the swept field on the plot's x axis (default: the first one)")
+    shown = b.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show progress on stderr even when it is not a terminal")
+    shown.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="no progress bar (default: a bar when stderr is a terminal)")
+    b.add_argument("--quiet", action="store_true", help="print only the counts, not the table")
+    _question_solver_args(b)
+
     ch = sub.add_parser("check", help="validate problem files without solving")
     ch.add_argument("problems", nargs="+")
 
@@ -241,6 +276,32 @@ def _cmd_price_sweep(a: argparse.Namespace) -> int:
     return 0 if any_feasible(doc) else 1
 
 
+def _cmd_batch(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from solver.batch.executors import import_ray
+    from solver.batch.runner import BatchOptions, run_batch
+    from solver.fleet.solve import SolveOptions
+    from solver.report import batch_views as views
+    from solver.report.plots import require_matplotlib
+
+    if a.plot:
+        require_matplotlib("--plot")  # before anything is planned
+    if a.ray:
+        import_ray()
+    opts = BatchOptions(
+        out=Path(a.out), solve=SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers),
+        timings=not a.no_timings, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
+        pivot=tuple(a.pivot) if a.pivot else None, pivot_value=a.pivot_value, plot=a.plot,
+        plot_x=a.plot_x,
+    )
+    summary = run_batch(a.paths, opts, sys.stderr, a.progress)
+    if a.pivot and not a.quiet:
+        sys.stdout.write(views.pivot_text(summary.rows, *a.pivot, a.pivot_value) + "\n")
+    sys.stdout.write(views.summary_text(summary, a.out, a.quiet))
+    return summary.exit_code
+
+
 def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -297,6 +358,7 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
 
 COMMANDS = {
     "plan": _cmd_plan,
+    "batch": _cmd_batch,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,
