@@ -117,8 +117,10 @@ def _card_file(kind: str, ref: Any, base: Path | None) -> str:
 
 
 def input_parts(rp: ResolvedProblem, opts: SolveOptions, timings: bool) -> list[tuple[str, str]]:
-    """Everything the plan of `rp` depends on, as (what, value) pairs: the problem (its data
-    with the sweep's values applied, and its name), the card files it names, the engine's
+    """Everything the plan of `rp` depends on, as (what, value) pairs: the problem (validated,
+    with a sweep's values applied, and its name: comments and spelling do not count, so a
+    file edited only there is not planned again, nor are the variants of a sweep that kept
+    their values when the sweep gained others), the card files it names, the engine's
     calibration file, the measured tables' sidecars (their content hashes) for each hardware
     type, the solver options and fleetplan's version."""
     p = rp.problem
@@ -128,7 +130,7 @@ def input_parts(rp: ResolvedProblem, opts: SolveOptions, timings: bool) -> list[
         ("fleetplan", __version__),
         ("options", f"{opts!r} timings={timings}"),
         ("name", rp.name),
-        ("problem", json.dumps(rp.doc.data, sort_keys=True, default=str, separators=(",", ":"))),
+        ("problem", json.dumps(p.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))),
     ]
     for i, s in enumerate(p.services):
         parts.append((f"model[{i}]", _card_file("models", s.model, doc_base)))
