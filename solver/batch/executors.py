@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import re
+import socket
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -64,8 +66,26 @@ def import_ray():
     return ray
 
 
+_HOST_PORT = re.compile(r"(?:ray://)?\[?([^\]/]+?)\]?:(\d+)")
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A HOST:PORT address must answer before Ray is asked to connect (Ray itself retries an
+    unreachable address for a minute or more)."""
+    m = _HOST_PORT.fullmatch(address)
+    if m is None:
+        return
+    host, port = m.group(1), int(m.group(2))
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as exc:
+        raise InputError(f"--ray {address}: cannot connect to a Ray cluster: nothing answers at "
+                         f"{host}:{port} ({exc.strerror or exc})") from None
+
+
 def _connect(ray, address: str) -> bool:
     """Connect to the cluster (or start a local one for `local`); True when this call did."""
+    check_reachable(address)
     if ray.is_initialized():  # the caller (a test, a notebook) already connected
         return False
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}

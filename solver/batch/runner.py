@@ -210,6 +210,8 @@ def summarise(rows: list[SummaryRow]) -> BatchSummary:
 def run_batch(refs: list[str], opts: BatchOptions, progress_stream: TextIO | None = sys.stderr,
               progress: bool | None = None) -> BatchSummary:
     paths = discover(refs, opts.recursive)
+    if opts.ray is not None:
+        executors.check_reachable(opts.ray)  # before anything is written
     if opts.out.exists() and not opts.out.is_dir():
         raise InputError(f"--out {opts.out}: exists and is not a folder")
     jobs = prepare(paths, opts)
