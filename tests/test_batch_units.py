@@ -218,3 +218,40 @@ def test_progress_modes():
     last = tty.getvalue().rstrip("\n").split("\r")[-1]
     assert last.startswith("[" + "#" * 28 + "] 4/4  3 planned, 1 infeasible  0:0")
     assert tty.getvalue().endswith("\n")
+
+
+# ---- failures inside a plan --------------------------------------------------------------------
+
+
+def test_a_plan_that_fails_is_an_error_row_and_exit_3(tmp_path, monkeypatch):
+    """A bug in one plan (here: planning raises) fails that problem alone, in this process."""
+    from solver.batch import work
+    from solver.batch.runner import BatchOptions, run_batch
+    from solver.plan import plan as real_plan
+
+    for name, qps in (("a", 50), ("b", 60), ("c", 70)):
+        touch(tmp_path / "in" / f"{name}.yaml", small_problem(qps=qps).replace(
+            "name: small-two-types", f"name: {name}"))
+
+    def flaky(rp, opts, timings):
+        if rp.name == "b":
+            raise RuntimeError("boom")
+        return real_plan(rp, opts, timings)
+
+    monkeypatch.setattr(work, "plan", flaky)
+    out = tmp_path / "out"
+    s = run_batch([str(tmp_path / "in")], BatchOptions(out=out, timings=False), progress_stream=None)
+    assert [(r.problem, r.status) for r in s.rows] == [("a", "optimal"), ("b", "error"), ("c", "optimal")]
+    assert s.rows[1].error == "internal error: RuntimeError: boom" and s.rows[1].result is None
+    assert s.exit_code == 3 and s.counts.error == 1
+    assert sorted(p.name for p in (out / "results").iterdir()) == [
+        "a.json", "a.record.json", "c.json", "c.record.json"]
+
+
+def test_a_result_from_another_fleetplan_version_is_an_error():
+    from solver.batch.runner import Job, _Results, _row
+    from solver.batch.work import Planned
+
+    job = Job(0, "k", Path("p.yaml"), "p", "p")
+    r = _row(job, Planned(None, "invalid", "x", 0.5, version="0.0.1"), _Results(Path("out")), True)
+    assert r.status == "error" and "the worker runs fleetplan 0.0.1" in r.error
