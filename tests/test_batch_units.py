@@ -212,6 +212,8 @@ def test_progress_modes():
     assert lines.getvalue() == "[1/2] optimal    a\n[2/2] invalid    b\n"
     tty = FakeTTY()
     bar = Progress.for_stream(4, tty, None)
+    bar.start()
+    assert tty.getvalue() == "\r[" + "-" * 28 + "] 0/4  0 planned  0:00\x1b[K"
     for s in ("optimal", "feasible", "infeasible", "optimal"):
         bar.advance("x", s)
     bar.close()

@@ -11,6 +11,7 @@ from typing import TextIO
 
 BAR_WIDTH = 28
 REDRAW_S = 0.1
+CLEAR_TO_END = "\x1b[K"  # a shorter line leaves nothing of the longer one before it
 
 
 class Progress:
@@ -31,6 +32,11 @@ class Progress:
             return cls(total, None, "off")
         return cls(total, stream, "bar" if tty else "lines")
 
+    def start(self) -> None:
+        """Draw the empty bar (a batch's first plan can take a while)."""
+        if self.mode == "bar":
+            self._write("\r" + self.line() + CLEAR_TO_END)
+
     def advance(self, name: str, status: str) -> None:
         self.done += 1
         self.counts[status] += 1
@@ -41,7 +47,7 @@ class Progress:
             now = time.monotonic()
             if now - self._last >= REDRAW_S or self.done == self.total:
                 self._last = now
-                self._write("\r" + self.line(now))
+                self._write("\r" + self.line(now) + CLEAR_TO_END)
 
     def line(self, now: float | None = None) -> str:
         now = time.monotonic() if now is None else now

@@ -250,6 +250,7 @@ def run_batch(refs: list[str], opts: BatchOptions, progress_stream: TextIO | Non
         bar.advance(job.name, row.status)
 
     tasks = [(j.index, j.problem) for j in todo]
+    bar.start()
     try:
         if opts.ray is not None:
             executors.run_ray(tasks, opts.ray, opts.solve, opts.timings, done)
