@@ -1,7 +1,8 @@
 """`fleetplan batch` end to end through the real command line: folders and globs, a bad file
 among good ones, exit codes and their precedence, results equal to `fleetplan plan`'s,
 `--jobs 2` equal to `--jobs 1`, `--resume` skipping and re-planning after a card or a problem
-changes, sweep expansion, the pivot, the plot, and the errors for missing extras."""
+changes, sweep expansion, the pivot, the plot, progress on stderr, and the errors for missing
+extras and bad arguments. (A variant planned equals the hand-edited problem: test_sweep.py.)"""
 
 from __future__ import annotations
 
@@ -115,15 +116,6 @@ def test_results_are_the_bytes_fleetplan_plan_prints(first, tree):
         assert (out / "results" / f"{name}.json").read_text() == r.stdout
 
 
-def test_a_sweep_variant_equals_the_hand_edited_problem(first, tree, tmp_path):
-    _, out = first
-    edited = tmp_path / "edited.yaml"
-    edited.write_text(named(small_problem(qps=150, h200_price=3), "sweep[h200-sxm.price=3,chat.qps=150]"))
-    r = cli("plan", str(edited), "--format", "json", "--no-timings")
-    assert r.returncode == 0, r.stderr
-    assert (out / "results" / "sweep@h200-sxm.price=3,chat.qps=150.json").read_text() == r.stdout
-
-
 def test_jobs_2_gives_the_same_bytes_as_jobs_1(first, tree):
     _, out = first
     par = tree / "out-jobs2"
@@ -138,21 +130,13 @@ def cli_stdout_with(first, out: Path) -> str:
     return r.stdout.replace(str(old), str(out))
 
 
-def test_exit_codes_0_and_1(tree):
-    r = cli("batch", "good/small.yaml", "good/sweep.yaml", "--out", "out-ok", "--no-timings", "--quiet", cwd=tree)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout == "7 problems: 7 planned; results in out-ok (exit 0)\n"
-    r = cli("batch", "good/small.yaml", "good/infeasible.yaml", "--out", "out-inf", "--quiet", cwd=tree)
-    assert r.returncode == 1, r.stderr
-    assert summary(tree / "out-inf").rows[0].wall_s > 0  # timings on by default
-
-
 def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
     root = make_tree(tmp_path)
     good = root / "good"
     args = ("batch", "good", "--out", "out", "--no-timings", "--resume")
     r = cli(*args, cwd=root)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 1, r.stderr  # one infeasible problem, no invalid one
+    assert r.stdout.splitlines()[-1] == "9 problems: 8 planned, 1 infeasible; results in out (exit 1)"
     assert summary(root / "out").counts.resumed == 0
     before = {p.name: p.stat().st_mtime_ns for p in (root / "out" / "results").iterdir()}
 
@@ -187,12 +171,19 @@ def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
     assert [row.problem for row in summary(root / "out").rows if not row.resumed] == ["small"]
 
 
-def test_pivot_and_plot(tree):
+def test_pivot_plot_progress_and_exit_0(tree):
+    """Every problem planned: exit 0; timings on (the default); forced progress on stderr."""
     png = tree / "cost.png"
-    r = cli("batch", "good/sweep.yaml", "good/small.yaml", "--out", "out-pivot", "--no-timings",
+    r = cli("batch", "good/sweep.yaml", "good/small.yaml", "--out", "out-pivot", "--progress",
             "--pivot", "h200-sxm.price", "chat.qps", "--plot", str(png), cwd=tree)
     assert r.returncode == 0, r.stderr
+    progress = r.stderr.splitlines()
+    assert len(progress) == 7 and progress[0].startswith("[1/7] optimal    ")
+    assert sorted(ln.split()[-1] for ln in progress) == sorted(row.problem for row in summary(tree / "out-pivot").rows)
+    assert "[1/7]" not in r.stdout
+    assert r.stdout.splitlines()[-1] == "7 problems: 7 planned; results in out-pivot (exit 0)"
     s = summary(tree / "out-pivot")
+    assert all(row.wall_s > 0 for row in s.rows)
     cost = {(row.sweep["h200-sxm.price"], row.sweep["chat.qps"]): row.cost_per_hour
             for row in s.rows if row.sweep}
     assert cost == {(2, 50): 6.0, (2, 100): 12.0, (2, 150): 16.0, (3, 50): 7.5, (3, 100): 15.0, (3, 150): 21.0}
@@ -257,15 +248,6 @@ def test_out_must_be_a_folder(tree, capsys, monkeypatch):
     (tree / "a-file").write_text("")
     assert main(["batch", "good/small.yaml", "--out", "a-file"]) == 2
     assert capsys.readouterr().err == "error: --out a-file: exists and is not a folder\n"
-
-
-def test_forced_progress_goes_to_stderr_only(tree):
-    r = cli("batch", "good/sweep.yaml", "--out", "out-progress", "--no-timings", "--progress", cwd=tree)
-    assert r.returncode == 0, r.stderr
-    lines = r.stderr.splitlines()
-    assert len(lines) == 6 and lines[0].startswith("[1/6] optimal    sweep[h200-sxm.price=2,chat.qps=")
-    quiet = cli("batch", "good/sweep.yaml", "--out", "out-progress", "--no-timings", cwd=tree)
-    assert quiet.stderr == "" and quiet.stdout == r.stdout
 
 
 def test_plan_and_check_on_a_sweep_file(tree):
