@@ -4,11 +4,12 @@ every task and calls `done(index, Planned)` in the driver as each finishes (in a
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import re
 import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
@@ -83,11 +84,16 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
                          f"{host}:{port} ({exc.strerror or exc})") from None
 
 
-def _connect(ray, address: str) -> bool:
-    """Connect to the cluster (or start a local one for `local`); True when this call did."""
+@contextlib.contextmanager
+def ray_session(address: str) -> Iterator[None]:
+    """Connected to the cluster (or a local one started for `local`) inside the block; a
+    connection this opened is closed after it, one the caller (a test, a notebook) had opened
+    is used and left open."""
+    ray = import_ray()
     check_reachable(address)
-    if ray.is_initialized():  # the caller (a test, a notebook) already connected
-        return False
+    if ray.is_initialized():
+        yield
+        return
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     try:
         if address == "local":
@@ -97,29 +103,27 @@ def _connect(ray, address: str) -> bool:
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, ValueError, RuntimeError
         raise InputError(f"--ray {address}: cannot connect to a Ray cluster: "
                          f"{type(exc).__name__}: {exc}") from None
-    return True
-
-
-def run_ray(tasks: Sequence[Task], address: str, opts: SolveOptions, timings: bool, done: Done) -> None:
-    """One Ray task (one CPU) per problem. Every node needs the same fleetplan version installed
-    (the driver checks each result's version); problems travel resolved, so the problem files
-    and the cards they name need not exist on the nodes."""
-    ray = import_ray()
-    started = _connect(ray, address)
     try:
-        remote = ray.remote(num_cpus=1, max_retries=0)(plan_one)
-        opts_ref = ray.put(opts)
-        refs = {remote.remote(rp, opts_ref, timings): index for index, rp in tasks}
-        pending = list(refs)
-        while pending:
-            finished, pending = ray.wait(pending, num_returns=1)
-            for r in finished:
-                try:
-                    out = ray.get(r)
-                except Exception as exc:  # noqa: BLE001 - a task or a node that failed
-                    out = Planned.failed(f"internal error: the Ray task failed: "
-                                         f"{type(exc).__name__}: {exc}")
-                done(refs[r], out)
+        yield
     finally:
-        if started:
-            ray.shutdown()
+        ray.shutdown()
+
+
+def run_ray(tasks: Sequence[Task], opts: SolveOptions, timings: bool, done: Done) -> None:
+    """One Ray task (one CPU) per problem, inside `ray_session`. Every node needs the same
+    fleetplan version installed (the driver checks each result's version); problems travel
+    resolved, so the problem files and the cards they name need not exist on the nodes."""
+    ray = import_ray()
+    remote = ray.remote(num_cpus=1, max_retries=0)(plan_one)
+    opts_ref = ray.put(opts)
+    refs = {remote.remote(rp, opts_ref, timings): index for index, rp in tasks}
+    pending = list(refs)
+    while pending:
+        finished, pending = ray.wait(pending, num_returns=1)
+        for r in finished:
+            try:
+                out = ray.get(r)
+            except Exception as exc:  # noqa: BLE001 - a task or a node that failed
+                out = Planned.failed(f"internal error: the Ray task failed: "
+                                     f"{type(exc).__name__}: {exc}")
+            done(refs[r], out)

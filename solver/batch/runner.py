@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -210,10 +211,16 @@ def summarise(rows: list[SummaryRow]) -> BatchSummary:
 def run_batch(refs: list[str], opts: BatchOptions, progress_stream: TextIO | None = sys.stderr,
               progress: bool | None = None) -> BatchSummary:
     paths = discover(refs, opts.recursive)
-    if opts.ray is not None:
-        executors.check_reachable(opts.ray)  # before anything is written
     if opts.out.exists() and not opts.out.is_dir():
         raise InputError(f"--out {opts.out}: exists and is not a folder")
+    with contextlib.ExitStack() as session:
+        if opts.ray is not None:  # connect before anything is written
+            session.enter_context(executors.ray_session(opts.ray))
+        return _run(paths, opts, progress_stream, progress)
+
+
+def _run(paths: list[Path], opts: BatchOptions, progress_stream: TextIO | None,
+         progress: bool | None) -> BatchSummary:
     jobs = prepare(paths, opts)
     check_views(jobs, opts)
     results = _Results(opts.out)
@@ -253,7 +260,7 @@ def run_batch(refs: list[str], opts: BatchOptions, progress_stream: TextIO | Non
     bar.start()
     try:
         if opts.ray is not None:
-            executors.run_ray(tasks, opts.ray, opts.solve, opts.timings, done)
+            executors.run_ray(tasks, opts.solve, opts.timings, done)
         elif opts.jobs > 1 and len(tasks) > 1:
             executors.run_pool(tasks, opts.jobs, opts.solve, opts.timings, done)
         else:
