@@ -2,8 +2,8 @@
 
 Extensions beyond SPEC (documented in the README): `services[].kv_precision`,
 `search.chunk_tokens` (prefill tokens per colocated iteration), `search.precision`-free
-per-service precision, `engine:` overrides of the runtime parameters, hardware entries'
-`power_w` override, and `sweep:` (schema/sweep.py: values to plan the problem at).
+per-service precision, `engine:` overrides of the runtime parameters, and hardware entries'
+`power_w` override.
 """
 
 from __future__ import annotations
