@@ -14,6 +14,11 @@ each, further cut to at most --block rows (default 125,000: one block per worklo
 which also bounds the temporaries' memory.
 
     .venv/bin/python benchmarks/bench_perf_model.py [--rows N] [--block N] [--workloads N] [--profile]
+        [--model llama-4-maverick --routing hottest:7%]
+
+With a mixture-of-experts `--model`, rows also draw ep in {1, 8, 16, 32} and attention dp in
+{1, 2, 4} (ep must divide tp x dp, so many rows are invalid and still evaluated), and
+`--routing` (as `estimate --routing`) sets the routing over the experts.
 
 `--workloads 1 --block 1000000` evaluates the rows as two unchunked blocks of 500,000 (one
 prefill_role call, one decode_role call), the worst case for peak memory.
@@ -40,6 +45,7 @@ ENGINE = _engine_params("vllm")
 from solver.perf.calibration import engine_params, measured_tables
 from solver.perf.tables import HardwareTable, Plans
 from solver.perf.validity import valid_mask
+from solver.schema.routing import Routing
 
 MODEL = "llama-3.1-70b"
 WORKLOADS = ((512.0, 128.0), (2048.0, 150.0), (4096.0, 256.0), (8192.0, 512.0))
@@ -50,8 +56,12 @@ DECODE_BATCH = np.array([1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
 SLO = rt.Slo(ttft_p50_ms=1000.0, tpot_p50_ms=50.0, safety_margin=0.05)
 
 
+EP = np.array([1, 8, 16, 32])
+DP = np.array([1, 2, 4])
+
+
 def build_rows(
-    n_rows: int, n_hw: int, workloads=WORKLOADS, seed: int = 0
+    n_rows: int, n_hw: int, workloads=WORKLOADS, seed: int = 0, moe: bool = False
 ) -> list[tuple[str, tuple[float, float], Plans]]:
     """(role, workload, plans) blocks: n_rows in all, half prefill, half decode."""
     rng = np.random.default_rng(seed)
@@ -70,8 +80,8 @@ def build_rows(
                 hw=rng.integers(0, n_hw, n),
                 tp=TP[rng.integers(0, len(TP), n)],
                 pp=PP[rng.integers(0, len(PP), n)],
-                ep=np.ones(n, dtype=int),
-                dp=np.ones(n, dtype=int),
+                ep=EP[rng.integers(0, len(EP), n)] if moe else np.ones(n, dtype=int),
+                dp=DP[rng.integers(0, len(DP), n)] if moe else np.ones(n, dtype=int),
                 batch=batches[rng.integers(0, len(batches), n)].astype(float),
                 wprec=wprec,
                 kvprec=kvprec,
@@ -111,10 +121,13 @@ def main(argv=None) -> int:
                     help="use the first N (input, output) workloads (1: two blocks of rows/2)")
     ap.add_argument("--profile", action="store_true", help="cProfile the evaluation")
     ap.add_argument("--roofline-only", action="store_true", help="without measured tables")
+    ap.add_argument("--model", default=MODEL)
+    ap.add_argument("--routing", default=None, help="MoE routing spec, as estimate --routing")
     a = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    arch = ModelArch.from_card(catalog.model_card(MODEL))
+    routing = Routing.from_spec(a.routing) if a.routing else None
+    arch = ModelArch.from_card(catalog.model_card(a.model)).with_routing(routing)
     names = catalog.names("hardware")
     cards = [catalog.hardware_card(n) for n in names]
     # the full model: the vLLM calibration and measured tables (H100/H200), roofline elsewhere
@@ -122,7 +135,7 @@ def main(argv=None) -> int:
         cards, engine=engine_params("vllm"),
         profiles=None if a.roofline_only else measured_tables(cards, "vllm"),
     )
-    blocks = build_rows(a.rows, len(hw), WORKLOADS[: a.workloads])
+    blocks = build_rows(a.rows, len(hw), WORKLOADS[: a.workloads], moe=arch.moe_layers > 0)
     t1 = time.perf_counter()
     prof = cProfile.Profile() if a.profile else None
     if prof:
@@ -132,7 +145,8 @@ def main(argv=None) -> int:
         prof.disable()
     t2 = time.perf_counter()
 
-    print(f"model            {MODEL}")
+    routed = f" (routing: {arch.expert_routing.description})" if arch.moe_layers else ""
+    print(f"model            {a.model}{routed}")
     print(f"hardware         {len(hw)} cards: {', '.join(names)}")
     print(f"rows             {counts['rows']:,} (prefill {sum(len(p) for r, _, p in blocks if r == 'prefill'):,}, "
           f"decode {sum(len(p) for r, _, p in blocks if r == 'decode'):,}); block {a.block:,} rows")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from solver import __version__, catalog
 from solver.errors import FleetplanError, InputError
 from solver.profiles import cli as profiles_cli
+from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
 
 
@@ -84,13 +86,18 @@ def _build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
     pl.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
-    pl.add_argument("--format", choices=["table", "json", "yaml", "markdown"], default="table")
+    pl.add_argument("--format", choices=list(PLAN_FORMATS), default="table",
+                    help="html: one self-contained report with plots (needs matplotlib: pip "
+                    "install 'fleetplan[plot]'); it also plans a small cost-vs-traffic frontier")
     pl.add_argument("--out", help="write the result to this file instead of stdout")
     pl.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
     pl.add_argument("--seed", type=int, default=0)
     pl.add_argument("--workers", type=_positive, default=1,
                     help="CP-SAT workers (default 1: deterministic; more may be faster but "
                     "equal-cost plans can then differ between runs)")
+    pl.add_argument("--no-record", action="store_true",
+                    help="skip the decision record (uncertainty bands, runners-up, fallback, "
+                    "validity intervals), which re-solves the problem a few dozen times")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
@@ -162,6 +169,9 @@ def _build_parser() -> argparse.ArgumentParser:
     shown.add_argument("--no-progress", dest="progress", action="store_false",
                        help="no progress bar (default: a bar when stderr is a terminal)")
     b.add_argument("--quiet", action="store_true", help="print only the counts, not the table")
+    b.add_argument("--no-record", action="store_true",
+                   help="skip each plan's decision record, as plan --no-record (much faster: "
+                   "the record re-solves each problem a few dozen times)")
     _question_solver_args(b)
 
     ch = sub.add_parser("check", help="validate problem files without solving")
@@ -177,6 +187,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
     c.add_argument("--format", choices=["table", "json"], default="table")
 
+    sc = sub.add_parser("schema", help="the JSON Schema of fleetplan's input and output documents")
+    sc.add_argument("name", nargs="?", help="one document (default: list them)")
+    sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
+
     profiles_cli.add_parser(sub)
     return p
 
@@ -190,6 +204,26 @@ def _routing(spec: str | None, placement: str):
         return Routing.from_spec(spec, placement)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
+
+
+def _cmd_schema(a: argparse.Namespace) -> int:
+    from solver.schema.publish import DOCUMENTS, render
+
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in DOCUMENTS:
+            (out / f"{name}.schema.json").write_text(render(name))
+        print(f"wrote {len(DOCUMENTS)} schemas to {out}")
+        return 0
+    if a.name is None:
+        for name, (_, _, what) in DOCUMENTS.items():
+            print(f"{name:<14} {what}")
+        return 0
+    if a.name not in DOCUMENTS:
+        raise InputError(f"schema: unknown document '{a.name}' (one of {', '.join(DOCUMENTS)})")
+    sys.stdout.write(render(a.name))
+    return 0
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
@@ -212,10 +246,24 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     from solver.plan import plan
     from solver.report.plan_views import RENDERERS
 
+    if a.format == "html":
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--format html")  # before any solving
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     rp = _load_base(a.problem)
-    doc = plan(rp, opts, timings=not a.no_timings)
-    text = RENDERERS[a.format](doc)
+    if a.no_record:
+        doc = plan(rp, opts, timings=not a.no_timings)
+    else:
+        from solver.decision.record import decide
+
+        doc = decide(rp, opts, timings=not a.no_timings)
+    if a.format == "html":  # the report's frontier section: a small frontier of the same problem
+        from solver.report.html import report_frontier, to_html
+
+        text = to_html(doc, report_frontier(rp, doc, opts, timings=not a.no_timings))
+    else:
+        text = RENDERERS[a.format](doc)
     if a.out:
         _write_atomic(a.out, text)
     else:
@@ -291,7 +339,7 @@ def _cmd_batch(a: argparse.Namespace) -> int:
         import_ray()
     opts = BatchOptions(
         out=Path(a.out), solve=SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers),
-        timings=not a.no_timings, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
+        timings=not a.no_timings, record=not a.no_record, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
         pivot=tuple(a.pivot) if a.pivot else None, pivot_value=a.pivot_value, plot=a.plot,
         plot_x=a.plot_x,
     )
@@ -363,6 +411,7 @@ COMMANDS = {
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,
     "estimate": _cmd_estimate,
+    "schema": _cmd_schema,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,
     "profiles": profiles_cli.run,

@@ -49,7 +49,7 @@ def tree(tmp_path_factory) -> Path:
 def first(tree) -> tuple[subprocess.CompletedProcess, Path]:
     """One batch over a folder and a glob: 4 good files (one a 6-variant sweep), 1 invalid."""
     out = tree / "out-serial"
-    r = cli("batch", "good", "bad/*.yaml", "--out", str(out), "--no-timings", cwd=tree)
+    r = cli("batch", "good", "bad/*.yaml", "--out", str(out), "--no-timings", "--no-record", cwd=tree)
     return r, out
 
 
@@ -109,17 +109,26 @@ def _have_pyarrow() -> bool:
 
 
 def test_results_are_the_bytes_fleetplan_plan_prints(first, tree):
+    """With the decision record (the default, as plan's) and without it (--no-record)."""
     _, out = first
+    r = cli("batch", "good/small.yaml", "good/infeasible.yaml", "--out", "out-record", "--no-timings",
+            "--quiet", cwd=tree)
+    assert r.returncode == 1, r.stderr
     for name, rc in (("small", 0), ("infeasible", 1)):
-        r = cli("plan", f"good/{name}.yaml", "--format", "json", "--no-timings", cwd=tree)
-        assert r.returncode == rc, r.stderr
-        assert (out / "results" / f"{name}.json").read_text() == r.stdout
+        p = cli("plan", f"good/{name}.yaml", "--format", "json", "--no-timings", cwd=tree)
+        assert p.returncode == rc, p.stderr
+        assert (tree / "out-record" / "results" / f"{name}.json").read_text() == p.stdout
+        assert json.loads(p.stdout)["decision"]["runners_up"] is not None
+    p = cli("plan", "good/small.yaml", "--format", "json", "--no-timings", "--no-record", cwd=tree)
+    assert (out / "results" / "small.json").read_text() == p.stdout
+    assert json.loads(p.stdout)["decision"] is None
 
 
 def test_jobs_2_gives_the_same_bytes_as_jobs_1(first, tree):
     _, out = first
     par = tree / "out-jobs2"
-    r = cli("batch", "good", "bad/*.yaml", "--out", str(par), "--no-timings", "--jobs", "2", cwd=tree)
+    r = cli("batch", "good", "bad/*.yaml", "--out", str(par), "--no-timings", "--no-record", "--jobs", "2",
+            cwd=tree)
     assert r.returncode == 2, r.stderr
     assert files(par) == files(out)
     assert r.stdout == cli_stdout_with(first, par)
@@ -133,7 +142,7 @@ def cli_stdout_with(first, out: Path) -> str:
 def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
     root = make_tree(tmp_path)
     good = root / "good"
-    args = ("batch", "good", "--out", "out", "--no-timings", "--resume")
+    args = ("batch", "good", "--out", "out", "--no-timings", "--no-record", "--resume")
     r = cli(*args, cwd=root)
     assert r.returncode == 1, r.stderr  # one infeasible problem, no invalid one
     assert r.stdout.splitlines()[-1] == "9 problems: 8 planned, 1 infeasible; results in out (exit 1)"
@@ -174,7 +183,7 @@ def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
 def test_pivot_plot_progress_and_exit_0(tree):
     """Every problem planned: exit 0; timings on (the default); forced progress on stderr."""
     png = tree / "cost.png"
-    r = cli("batch", "good/sweep.yaml", "good/small.yaml", "--out", "out-pivot", "--progress",
+    r = cli("batch", "good/sweep.yaml", "good/small.yaml", "--out", "out-pivot", "--progress", "--no-record",
             "--pivot", "h200-sxm.price", "chat.qps", "--plot", str(png), cwd=tree)
     assert r.returncode == 0, r.stderr
     progress = r.stderr.splitlines()
@@ -251,7 +260,7 @@ def test_out_must_be_a_folder(tree, capsys, monkeypatch):
 
 
 def test_plan_and_check_on_a_sweep_file(tree):
-    r = cli("plan", "good/sweep.yaml", "--format", "json", "--no-timings", cwd=tree)
+    r = cli("plan", "good/sweep.yaml", "--format", "json", "--no-timings", "--no-record", cwd=tree)
     assert r.returncode == 0
     assert r.stderr == ("note: good/sweep.yaml declares a sweep: 6 variants over h200-sxm.price (2), "
                         "chat.qps (3); planning the base problem as written (fleetplan batch "

@@ -1,7 +1,8 @@
 """`fleetplan batch --ray` on a real local Ray instance (2 CPUs, a small object store, no
 dashboard; started once for this module): the same batch planned on Ray, in this process and
 through the command line connecting to the instance's address, gives byte-identical results
-and summary to the local run."""
+and summary to the local run (without decision records, to keep it quick: the record is
+the same function in a worker, and the other tests plan with it)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def local(tree) -> dict[str, bytes]:
     cwd = os.getcwd()
     os.chdir(tree)
     try:
-        s = run_batch(REFS, BatchOptions(out=Path("local"), timings=False), progress_stream=None)
+        s = run_batch(REFS, BatchOptions(out=Path("local"), timings=False, record=False), progress_stream=None)
     finally:
         os.chdir(cwd)
     assert s.exit_code == 2 and s.counts.optimal == 8
@@ -55,7 +56,7 @@ def local(tree) -> dict[str, bytes]:
 
 def test_ray_in_process_equals_the_local_run(cluster, tree, local, monkeypatch):
     monkeypatch.chdir(tree)
-    s = run_batch(REFS, BatchOptions(out=Path("on-ray"), timings=False, ray="auto"),
+    s = run_batch(REFS, BatchOptions(out=Path("on-ray"), timings=False, record=False, ray="auto"),
                   progress_stream=None)
     assert ray.is_initialized()  # the batch used the caller's connection and left it open
     assert s.exit_code == 2
@@ -65,7 +66,7 @@ def test_ray_in_process_equals_the_local_run(cluster, tree, local, monkeypatch):
 def test_fleetplan_batch_ray_address_equals_the_local_run(cluster, tree, local):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     r = subprocess.run([sys.executable, "-m", "solver", "batch", *REFS, "--out", "cli-ray",
-                        "--no-timings", "--ray", cluster], capture_output=True, text=True,
+                        "--no-timings", "--no-record", "--ray", cluster], capture_output=True, text=True,
                        cwd=tree, env=env, timeout=300)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr

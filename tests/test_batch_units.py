@@ -16,6 +16,7 @@ from questions_problem import small_problem
 from solver.batch import inputs
 from solver.batch.inputs import MAX_KEY, discover, file_keys, input_sha256, safe_name, variant_key
 from solver.batch.progress import Progress
+from solver.batch.work import Flow
 from solver.batch.runner import exit_code
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
@@ -76,8 +77,8 @@ def custom(tmp_path):
     return touch(tmp_path / "p.yaml", CUSTOM)
 
 
-def sha(path: Path, opts: SolveOptions = SolveOptions(), timings: bool = False) -> str:
-    return input_sha256(load_problem(path), opts, timings)
+def sha(path: Path, opts: SolveOptions = SolveOptions(), timings: bool = False, record: bool = True) -> str:
+    return input_sha256(load_problem(path), Flow(opts, timings, record))
 
 
 def test_the_hash_follows_the_problem_and_its_card_file(custom):
@@ -99,11 +100,12 @@ def test_the_hash_follows_the_options(custom):
     assert sha(custom, SolveOptions(seed=1)) != first
     assert sha(custom, SolveOptions(time_limit_s=30)) != first
     assert sha(custom, timings=True) != first
+    assert sha(custom, record=False) != first
 
 
 def test_the_hash_follows_the_calibration_file(custom, tmp_path, monkeypatch):
     first = sha(custom)
-    parts = dict(inputs.input_parts(load_problem(custom), SolveOptions(), False))
+    parts = dict(inputs.input_parts(load_problem(custom), Flow(timings=False)))
     assert parts["calibration:vllm"] != "none"  # the shipped vLLM calibration is hashed
     cal = tmp_path / "vllm.yaml"
     cal.write_text("engine: vllm\n")
@@ -120,7 +122,7 @@ def test_the_hash_follows_the_measured_tables_sidecars(tmp_path, monkeypatch):
     root = tmp_path / "profiles"
     shutil.copytree(shipped_root() / "h100-sxm", root / "h100-sxm")
     monkeypatch.setenv("FLEETPLAN_PROFILES", str(root))
-    parts = dict(inputs.input_parts(load_problem(problem), SolveOptions(), False))
+    parts = dict(inputs.input_parts(load_problem(problem), Flow(timings=False)))
     gemm = json.loads((root / "h100-sxm" / "vllm" / "gemm.meta.json").read_text())
     assert parts["profile:h100-sxm/vllm/gemm"].split()[0] == gemm["content_sha256"]
     assert not any(k.startswith("profile:h200-sxm") for k in parts)  # no tables under this root
@@ -242,7 +244,8 @@ def test_a_plan_that_fails_is_an_error_row_and_exit_3(tmp_path, monkeypatch):
 
     monkeypatch.setattr(work, "plan", flaky)
     out = tmp_path / "out"
-    s = run_batch([str(tmp_path / "in")], BatchOptions(out=out, timings=False), progress_stream=None)
+    s = run_batch([str(tmp_path / "in")], BatchOptions(out=out, timings=False, record=False),
+                  progress_stream=None)
     assert [(r.problem, r.status) for r in s.rows] == [("a", "optimal"), ("b", "error"), ("c", "optimal")]
     assert s.rows[1].error == "internal error: RuntimeError: boom" and s.rows[1].result is None
     assert s.exit_code == 3 and s.counts.error == 1

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
-from solver.batch.work import Planned, plan_one
+from solver.batch.work import Flow, Planned, plan_one
 from solver.errors import InputError
-from solver.fleet.solve import SolveOptions
 from solver.problem import ResolvedProblem
 
 Task = tuple[int, ResolvedProblem]
@@ -24,9 +23,9 @@ Done = Callable[[int, Planned], None]
 RAY_HINT = "pip install 'fleetplan[ray]'"
 
 
-def run_serial(tasks: Sequence[Task], opts: SolveOptions, timings: bool, done: Done) -> None:
+def run_serial(tasks: Sequence[Task], flow: Flow, done: Done) -> None:
     for index, rp in tasks:
-        done(index, plan_one(rp, opts, timings))
+        done(index, plan_one(rp, flow))
 
 
 def _pool_context():
@@ -39,12 +38,12 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
-def run_pool(tasks: Sequence[Task], jobs: int, opts: SolveOptions, timings: bool, done: Done) -> None:
+def run_pool(tasks: Sequence[Task], jobs: int, flow: Flow, done: Done) -> None:
     """At most `jobs` problems at a time, each in a worker process with one CP-SAT worker."""
     if not tasks:
         return
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
-        futures = {pool.submit(plan_one, rp, opts, timings): index for index, rp in tasks}
+        futures = {pool.submit(plan_one, rp, flow): index for index, rp in tasks}
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -109,14 +108,14 @@ def ray_session(address: str) -> Iterator[None]:
         ray.shutdown()
 
 
-def run_ray(tasks: Sequence[Task], opts: SolveOptions, timings: bool, done: Done) -> None:
+def run_ray(tasks: Sequence[Task], flow: Flow, done: Done) -> None:
     """One Ray task (one CPU) per problem, inside `ray_session`. Every node needs the same
     fleetplan version installed (the driver checks each result's version); problems travel
     resolved, so the problem files and the cards they name need not exist on the nodes."""
     ray = import_ray()
     remote = ray.remote(num_cpus=1, max_retries=0)(plan_one)
-    opts_ref = ray.put(opts)
-    refs = {remote.remote(rp, opts_ref, timings): index for index, rp in tasks}
+    flow_ref = ray.put(flow)
+    refs = {remote.remote(rp, flow_ref): index for index, rp in tasks}
     pending = list(refs)
     while pending:
         finished, pending = ray.wait(pending, num_returns=1)

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from solver import __version__, catalog
+from solver.batch.work import Flow
 from solver.errors import InputError
-from solver.fleet.solve import SolveOptions
 from solver.perf.calibration import DEFAULT_ENGINE, calibration_path
 from solver.problem import ResolvedProblem
 from solver.profiles.format import FAMILIES, csv_path_of, profile_folder, read_provenance
@@ -116,19 +116,19 @@ def _card_file(kind: str, ref: Any, base: Path | None) -> str:
         return "missing"
 
 
-def input_parts(rp: ResolvedProblem, opts: SolveOptions, timings: bool) -> list[tuple[str, str]]:
+def input_parts(rp: ResolvedProblem, flow: Flow) -> list[tuple[str, str]]:
     """Everything the plan of `rp` depends on, as (what, value) pairs: the problem (validated,
     with a sweep's values applied, and its name: comments and spelling do not count, so a
     file edited only there is not planned again, nor are the variants of a sweep that kept
     their values when the sweep gained others), the card files it names, the engine's
     calibration file, the measured tables' sidecars (their content hashes) for each hardware
-    type, the solver options and fleetplan's version."""
+    type, how it is planned (solver options, timings, decision record) and fleetplan's version."""
     p = rp.problem
     doc_base = Path(rp.doc.path).parent if not rp.doc.path.startswith("<") else None
     engine = p.software.engine or DEFAULT_ENGINE
     parts: list[tuple[str, str]] = [
         ("fleetplan", __version__),
-        ("options", f"{opts!r} timings={timings}"),
+        ("options", repr(flow)),
         ("name", rp.name),
         ("problem", json.dumps(p.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))),
     ]
@@ -152,8 +152,8 @@ def input_parts(rp: ResolvedProblem, opts: SolveOptions, timings: bool) -> list[
     return parts
 
 
-def input_sha256(rp: ResolvedProblem, opts: SolveOptions, timings: bool) -> str:
+def input_sha256(rp: ResolvedProblem, flow: Flow) -> str:
     h = hashlib.sha256()
-    for what, value in input_parts(rp, opts, timings):
+    for what, value in input_parts(rp, flow):
         h.update(f"{what}\0{value}\n".encode())
     return h.hexdigest()

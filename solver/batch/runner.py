@@ -24,7 +24,7 @@ from solver import __version__
 from solver.batch import executors
 from solver.batch.inputs import discover, file_keys, input_sha256, variant_key
 from solver.batch.progress import Progress
-from solver.batch.work import Planned
+from solver.batch.work import Flow, Planned
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
 from solver.problem import ResolvedProblem, load_problem
@@ -41,6 +41,7 @@ class BatchOptions:
     out: Path
     solve: SolveOptions = field(default_factory=SolveOptions)
     timings: bool = True
+    record: bool = True  # the decision record, as `fleetplan plan` (False: --no-record)
     jobs: int = 1
     ray: str | None = None  # a Ray address, "auto", or "local"
     resume: bool = False
@@ -49,6 +50,10 @@ class BatchOptions:
     pivot_value: str = "cost_per_hour"
     plot: str | None = None  # PNG of cost vs a swept value
     plot_x: str | None = None
+
+    @property
+    def flow(self) -> Flow:
+        return Flow(self.solve, self.timings, self.record)
 
 
 @dataclass
@@ -77,7 +82,7 @@ def prepare(paths: list[Path], opts: BatchOptions) -> list[Job]:
             continue
         for v in variants:
             jobs.append(Job(len(jobs), variant_key(key, v.values), path, rp.name, v.name, v.values,
-                            v.problem, input_sha256(v.problem, opts.solve, opts.timings)))
+                            v.problem, input_sha256(v.problem, opts.flow)))
     seen: set[str] = set()
     for job in jobs:  # keys made safe for file names could meet: keep every one distinct
         base, n = job.key, 1
@@ -260,11 +265,11 @@ def _run(paths: list[Path], opts: BatchOptions, progress_stream: TextIO | None,
     bar.start()
     try:
         if opts.ray is not None:
-            executors.run_ray(tasks, opts.solve, opts.timings, done)
+            executors.run_ray(tasks, opts.flow, done)
         elif opts.jobs > 1 and len(tasks) > 1:
-            executors.run_pool(tasks, opts.jobs, opts.solve, opts.timings, done)
+            executors.run_pool(tasks, opts.jobs, opts.flow, done)
         else:
-            executors.run_serial(tasks, opts.solve, opts.timings, done)
+            executors.run_serial(tasks, opts.flow, done)
     finally:
         bar.close()
 

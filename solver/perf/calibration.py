@@ -10,6 +10,7 @@ shapes fall below best-shape GEMM efficiency); they apply to every hardware card
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 
@@ -29,6 +30,21 @@ class FitError(Strict):
     tpot_bias_pct: float
 
 
+class ValidationGroup(Strict):
+    """Prediction error on one group of measured rows: one hardware card, dense or MoE models."""
+
+    hardware: str = Field(description="fleetplan hardware card name")
+    models: Literal["dense", "moe"]
+    fitted: bool = Field(description="these rows were fitted on (the rest are held out)")
+    rows: int
+    ttft_median_abs_pct: float
+    ttft_p90_abs_pct: float
+    ttft_bias_pct: float
+    tpot_median_abs_pct: float
+    tpot_p90_abs_pct: float
+    tpot_bias_pct: float
+
+
 class Calibration(Strict):
     engine: str
     params: EngineParams
@@ -39,6 +55,11 @@ class Calibration(Strict):
     fit_error: FitError
     held_out_error: dict[str, FitError] = Field(default_factory=dict,
                                                 description="per system, never fitted on")
+    validation: list[ValidationGroup] = Field(
+        default_factory=list,
+        description="error per hardware and model kind with the fitted parameters (the "
+        "uncertainty bands of a plan come from here)",
+    )
 
 
 def calibration_path(engine: str):

@@ -1,4 +1,5 @@
-"""Renderings of a plan document: table (terminal), markdown, json, yaml. Formatting only."""
+"""Renderings of a plan document: table (terminal), markdown, json, yaml, html (solver/report/
+html.py). Formatting only."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import json
 
 import yaml
 
+from solver.report.breakdown import cost_breakdown, parallel_text
+from solver.report.decision_views import decision_paragraph, record_lines
 from solver.report.text import table
-from solver.schema.result import PlanResult, Pool, ServiceResult
+from solver.schema.result import PlanResult, ServiceResult
 
 
 def to_json(doc: PlanResult) -> str:
@@ -16,13 +19,6 @@ def to_json(doc: PlanResult) -> str:
 
 def to_yaml(doc: PlanResult) -> str:
     return yaml.safe_dump(doc.model_dump(mode="json"), sort_keys=False, width=100)
-
-
-def _par(p: Pool) -> str:
-    s = f"tp{p.tp} pp{p.pp}"
-    if p.ep > 1 or p.dp > 1:
-        s += f" ep{p.ep} dp{p.dp}"
-    return s
 
 
 def _vs(pred: float | None, bound: float | None) -> str:
@@ -37,7 +33,7 @@ def _pool_rows(s: ServiceResult) -> list[list[object]]:
     rows = []
     for p in s.pools:
         rows.append([
-            p.role, p.hardware, _par(p), p.batch, p.instances, p.devices,
+            p.role, p.hardware, parallel_text(p), p.batch, p.instances, p.devices,
             round(p.capacity_qps, 1), round(p.cost_per_hour, 2),
             _vs(p.predicted.ttft_ms, s.slo.ttft_p50_ms), _vs(p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
             _vs(p.predicted.tpot_ms, s.slo.tpot_p50_ms), _vs(p.predicted.tpot_p99_ms, s.slo.tpot_p99_ms),
@@ -118,26 +114,69 @@ def to_table(doc: PlanResult) -> str:
         out += ["", _service_line(s), table(POOL_HEADERS, _pool_rows(s), POOL_ALIGN)]
     out += ["", "latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
             *_assumption_lines(doc), _solver_line(doc)]
+    if doc.decision is not None:
+        for title, lines in record_lines(doc.decision):
+            out += ["", f"{title}:", *[f"  - {x}" for x in lines]]
     return "\n".join(out) + "\n"
 
 
+def _md_cell(v: object) -> str:
+    return "-" if v is None else " ".join(str(v).split()).replace("|", "\\|")
+
+
 def _md_table(headers, rows) -> str:
-    def cell(v):
-        return "-" if v is None else str(v)
     lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
+    lines += ["| " + " | ".join(_md_cell(v) for v in r) + " |" for r in rows]
     return "\n".join(lines)
 
 
+def _md_cost(doc: PlanResult) -> list[str]:
+    cb = cost_breakdown(doc)
+    rows: list[list[object]] = [
+        [r.service, *[f"{r.by_type[t]:,.2f}" if r.devices_by_type[t] else "-" for t in cb.types],
+         r.devices, f"{r.cost_per_hour:,.2f}"] for r in cb.rows]
+    rows.append(["**total**", *[f"{cb.type_cost[t]:,.2f}" for t in cb.types], cb.devices,
+                 f"{cb.cost_per_hour:,.2f}"])
+    total = cb.cost_per_hour or 1.0
+    types = [[t, cb.type_devices[t], f"{cb.type_cost[t]:,.2f}", f"{cb.type_cost[t] / total:.1%}",
+              f"{cb.type_power_kw[t]:,.1f}"] for t in cb.types]
+    return ["## Cost breakdown", "", "USD per hour by service and device type:", "",
+            _md_table(["service", *cb.types, "devices", "total"], rows), "",
+            _md_table(["device type", "devices", "$/hour", "share", "power kW"], types), ""]
+
+
+def _md_text(text: str) -> str:
+    """Plain markdown: a '<' from a name is escaped so that no viewer reads it as HTML."""
+    return text.replace("<", "\\<")
+
+
 def to_markdown(doc: PlanResult) -> str:
-    out = [f"# Fleet plan: {doc.problem}", "", f"**{headline(doc)}**", ""]
+    out = [f"# Fleet plan: {doc.problem}", "", f"**{headline(doc)}**", "",
+           "## Decision", "", decision_paragraph(doc), ""]
     if doc.status == "infeasible":
-        out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because]
-    for s in doc.services:
-        out += [f"## Service `{s.name}`", "", _service_line(s), "", _md_table(POOL_HEADERS, _pool_rows(s)), ""]
-    out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], "",
-            "## Solver", "", _solver_line(doc), ""]
-    return "\n".join(out)
+        out += ["## Why no plan exists", ""] + [f"- {r}" for r in doc.infeasible_because] + [""]
+    else:
+        out += ["## Pools", ""]
+        for s in doc.services:
+            out += [f"### Service '{s.name}'", "", _service_line(s), "",
+                    _md_table(POOL_HEADERS, _pool_rows(s)), ""]
+        out += ["Latencies in ms: predicted / SLO bound (bound applies with the safety margin).", ""]
+        out += _md_cost(doc)
+    out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
+    if doc.decision is not None:
+        for title, lines in record_lines(doc.decision):
+            out += [f"## {title[0].upper()}{title[1:]}", "", *[f"- {x}" for x in lines or ["none"]], ""]
+    out += ["## Solver", "", _solver_line(doc), ""]
+    return _md_text("\n".join(out))
 
 
-RENDERERS = {"table": to_table, "json": to_json, "yaml": to_yaml, "markdown": to_markdown}
+def _html(doc: PlanResult) -> str:
+    from solver.report.html import to_html  # matplotlib is imported only when drawing
+
+    return to_html(doc)
+
+
+RENDERERS = {"table": to_table, "json": to_json, "yaml": to_yaml, "markdown": to_markdown,
+             "html": _html}
+"""Format name -> renderer of a plan document. `html` here renders without the frontier
+section; `fleetplan plan --format html` adds it (`report.html.report_frontier`)."""

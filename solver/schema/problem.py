@@ -42,6 +42,14 @@ HardwareRef = Annotated[
 ]
 
 
+def _number_or_mapping(cls, core_schema, handler):
+    """JSON Schema of a model that also accepts a bare number (validation mode only)."""
+    schema = handler(core_schema)
+    if handler.mode == "validation":
+        return {"anyOf": [{"type": "number", "exclusiveMinimum": 0}, schema]}
+    return schema
+
+
 class TokenDist(Strict):
     """A token count: a mean, optional p50/p99, or a histogram of [tokens, weight] pairs."""
 
@@ -51,6 +59,8 @@ class TokenDist(Strict):
     histogram: list[tuple[Annotated[float, Field(gt=0, le=MAX_TOKENS)], Annotated[float, Field(gt=0)]]] | None = Field(
         None, min_length=1
     )
+
+    __get_pydantic_json_schema__ = classmethod(_number_or_mapping)
 
     @model_validator(mode="before")
     @classmethod
@@ -99,6 +109,8 @@ class LatencyBound(Strict):
 
     p50: float | None = Field(None, gt=0, le=1e7)
     p99: float | None = Field(None, gt=0, le=1e7)
+
+    __get_pydantic_json_schema__ = classmethod(_number_or_mapping)
 
     @model_validator(mode="before")
     @classmethod

@@ -8,6 +8,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.cards import Precision
+from solver.schema.decision import DecisionRecord, Fallback
 
 Role = Literal["prefill", "decode", "colocated"]
 
@@ -152,3 +153,11 @@ class PlanResult(Strict):
         None, description="max_throughput: the served multiple of every service's demand"
     )
     assumptions: Assumptions | None = None
+    decision: DecisionRecord | None = Field(
+        None, description="the decision record (extension): uncertainty, runners-up, fallback, validity"
+    )
+
+
+Fallback.model_rebuild(_types_namespace={"Pool": Pool})
+DecisionRecord.model_rebuild()
+PlanResult.model_rebuild()

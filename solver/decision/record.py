@@ -1,0 +1,42 @@
+"""`decide()`: plan a problem and attach its decision record (the facade the CLI calls)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from solver import __version__
+from solver.candidates import build_candidates
+from solver.decision.alternatives import fallback, runners_up
+from solver.decision.bands import plan_uncertainty
+from solver.decision.validity import MAX_SOLVES, validity
+from solver.fleet.solve import SolveOptions
+from solver.plan import plan
+from solver.problem import ResolvedProblem
+from solver.schema.decision import DecisionRecord
+from solver.schema.result import PlanResult
+
+
+def input_sha256(rp: ResolvedProblem) -> str:
+    """sha256 of the problem file's bytes (of its canonical JSON when it came from text)."""
+    path = Path(rp.doc.path)
+    if not rp.doc.path.startswith("<") and path.is_file():
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(rp.problem.model_dump_json().encode()).hexdigest()
+
+
+def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
+           max_solves: int = MAX_SOLVES) -> PlanResult:
+    """The plan of `rp` with its decision record. The record's extra solves (runners-up, the
+    fallback, the validity intervals) run with timings off and the same options."""
+    cs = build_candidates(rp)
+    doc = plan(rp, opts, timings, candidates=cs)
+    record = DecisionRecord(
+        uncertainty=plan_uncertainty(rp, doc),
+        runners_up=runners_up(rp, cs, doc, opts),
+        fallback=fallback(rp, doc, opts) if doc.status != "infeasible" else None,
+        validity=validity(rp, cs, doc, opts, max_solves),
+        input_sha256=input_sha256(rp),
+        fleetplan_version=__version__,
+    )
+    return doc.model_copy(update={"decision": record})

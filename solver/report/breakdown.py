@@ -1,0 +1,120 @@
+"""Numbers the reports regroup from a plan document: cost by service and device type, and each
+pool's latencies against its SLO bounds (with the decision record's error band when the plan has
+one). Regrouping only: every number comes from the document, nothing is recomputed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solver.schema.result import PlanResult, Pool
+
+METRIC_NAMES = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50",
+                "tpot_p99_ms": "TPOT p99"}
+
+
+def parallel_text(p: Pool) -> str:
+    s = f"tp{p.tp} pp{p.pp}"
+    if p.ep > 1 or p.dp > 1:
+        s += f" ep{p.ep} dp{p.dp}"
+    return s
+
+
+def pool_label(service: str, p: Pool) -> str:
+    return f"{service} {p.role} ({p.instances} x {p.hardware} {parallel_text(p)})"
+
+
+@dataclass(frozen=True)
+class CostRow:
+    service: str
+    by_type: dict[str, float]  # USD/hour per device type, every type of the plan (0 when unused)
+    devices_by_type: dict[str, int]
+    cost_per_hour: float
+    devices: int
+
+
+@dataclass(frozen=True)
+class CostBreakdown:
+    types: list[str]  # the plan's device types, in its devices_by_type order
+    rows: list[CostRow]  # one per service
+    type_cost: dict[str, float]  # USD/hour per type, all services
+    type_devices: dict[str, int]
+    type_power_kw: dict[str, float]
+    cost_per_hour: float
+    devices: int
+
+
+def cost_breakdown(doc: PlanResult) -> CostBreakdown:
+    types = list(doc.devices_by_type)
+    rows = []
+    for s in doc.services:
+        cost = {t: 0.0 for t in types}
+        devs = {t: 0 for t in types}
+        for p in s.pools:
+            cost[p.hardware] = cost.get(p.hardware, 0.0) + p.cost_per_hour
+            devs[p.hardware] = devs.get(p.hardware, 0) + p.devices
+        rows.append(CostRow(s.name, cost, devs, s.cost_per_hour, s.devices))
+    power = {t: 0.0 for t in types}
+    for s in doc.services:
+        for p in s.pools:
+            power[p.hardware] = power.get(p.hardware, 0.0) + p.power_kw
+    return CostBreakdown(
+        types=types, rows=rows,
+        type_cost={t: sum(r.by_type.get(t, 0.0) for r in rows) for t in types},
+        type_devices={t: sum(r.devices_by_type.get(t, 0) for r in rows) for t in types},
+        type_power_kw=power, cost_per_hour=doc.cost_per_hour, devices=doc.total_devices,
+    )
+
+
+@dataclass(frozen=True)
+class LatencyRow:
+    """One pool's prediction of one latency metric against its bound."""
+
+    service: str
+    pool: str  # pool_label()
+    metric: str  # METRIC_NAMES value
+    predicted_ms: float
+    bound_ms: float
+    band_pct: float | None  # None: the plan carries no decision record (no error band)
+    upper_edge_ms: float | None
+
+    @property
+    def holds_at_edge(self) -> bool | None:
+        return None if self.upper_edge_ms is None else self.upper_edge_ms <= self.bound_ms
+
+    @property
+    def margin_pct(self) -> float:
+        """(bound - predicted) / bound x 100: negative when the central estimate breaks it."""
+        return (self.bound_ms - self.predicted_ms) / self.bound_ms * 100.0
+
+    @property
+    def holds(self) -> bool:
+        return self.predicted_ms <= self.bound_ms
+
+
+def latency_rows(doc: PlanResult) -> list[LatencyRow]:
+    """Every pool's bounded latencies, in pool order. With a decision record, its SLO checks
+    (prediction, band edge, bound) are used; without one, the pools' predictions against the
+    service's bounds, without a band."""
+    pools = [(s, p) for s in doc.services for p in s.pools]
+    bands = doc.decision.uncertainty.pools if doc.decision is not None else None
+    if bands is not None and [(b.service, b.role, b.hardware) for b in bands] != [
+            (s.name, p.role, p.hardware) for s, p in pools]:
+        raise ValueError("the decision record's bands do not match the plan's pools")
+    out: list[LatencyRow] = []
+    for i, (s, p) in enumerate(pools):
+        label = pool_label(s.name, p)
+        if bands is not None:
+            b = bands[i]
+            for c in b.checks:
+                band = b.band_ttft_pct if c.metric.startswith("ttft") else b.band_tpot_pct
+                out.append(LatencyRow(s.name, label, METRIC_NAMES[c.metric], c.predicted_ms,
+                                      c.bound_ms, band, c.upper_edge_ms))
+            continue
+        pairs = [("ttft_p50_ms", p.predicted.ttft_ms, s.slo.ttft_p50_ms),
+                 ("ttft_p99_ms", p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
+                 ("tpot_p50_ms", p.predicted.tpot_ms, s.slo.tpot_p50_ms),
+                 ("tpot_p99_ms", p.predicted.tpot_p99_ms, s.slo.tpot_p99_ms)]
+        for metric, pred, bound in pairs:
+            if pred is not None and bound is not None:
+                out.append(LatencyRow(s.name, label, METRIC_NAMES[metric], pred, bound, None, None))
+    return out
