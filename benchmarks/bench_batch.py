@@ -8,7 +8,7 @@ offline, 405B online, the budget max-throughput problem, the mixed-supply proble
 its demand, prices and SLO bounds scaled by seeded random factors (demand 0.5-2x, prices
 0.7-1.3x, SLOs 0.8-1.5x) and, for half of the problems with several hardware types, one type
 left out. Each run is the real command (`python -m solver batch DIR --out OUT --jobs N
---no-timings --quiet`) in a subprocess; memory is sampled every 50 ms from /proc over the
+--no-timings --quiet --no-record`; `--record` keeps the decision records) in a subprocess; memory is sampled every 50 ms from /proc over the
 command's process tree (the driver, the forkserver and the workers), and also read from
 getrusage(RUSAGE_CHILDREN).ru_maxrss (the largest single process reaped), with the CPU seconds
 the tree used (also sampled: compare with the wall time to see whether the cores were free;
@@ -111,9 +111,9 @@ def _cpu_s(pid: int) -> float:
         return 0.0
 
 
-def run(folder: Path, out: Path, jobs: int) -> dict:
+def run(folder: Path, out: Path, jobs: int, record: bool = False) -> dict:
     cmd = [sys.executable, "-m", "solver", "batch", str(folder), "--out", str(out), "--jobs", str(jobs),
-           "--no-timings", "--quiet", "--no-progress"]
+           "--no-timings", "--quiet", "--no-progress"] + ([] if record else ["--no-record"])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     peak = {"driver": 0, "others_max": 0, "total": 0, "processes": 0}
     cpu: dict[int, float] = {}  # last CPU seconds seen per process of the tree
@@ -148,6 +148,30 @@ def run(folder: Path, out: Path, jobs: int) -> dict:
             "cpu_s": sum(cpu.values()), "load": os.getloadavg()[0]}
 
 
+def _burn(n: int) -> float:
+    x = 0
+    for i in range(n):
+        x += i * i
+    return float(x)
+
+
+def ceiling(jobs: int, tasks: int = 4, n: int = 10_000_000) -> float:
+    """The speed-up this machine gives right now to `jobs` processes of pure Python arithmetic
+    (no fleetplan): the most a batch can get from --jobs here."""
+    import multiprocessing as mp
+
+    t0 = time.perf_counter()
+    for _ in range(tasks):
+        _burn(n)
+    serial = time.perf_counter() - t0
+    with mp.get_context("spawn").Pool(jobs) as pool:
+        pool.map(_burn, [1] * jobs)  # started
+        t0 = time.perf_counter()
+        pool.map(_burn, [n] * tasks)
+        parallel = time.perf_counter() - t0
+    return serial / parallel
+
+
 def same_bytes(a: Path, b: Path) -> bool:
     fa = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
     fb = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
@@ -160,15 +184,19 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=100)
     ap.add_argument("--jobs", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--keep", type=Path, help="keep the problems and outputs in this folder")
+    ap.add_argument("--record", action="store_true",
+                    help="with each plan's decision record (as fleetplan plan; a few dozen more "
+                    "solves per problem): use fewer --problems")
     a = ap.parse_args()
     work = a.keep or Path(tempfile.mkdtemp(prefix="bench-batch-"))
     folder = work / "problems"
     folder.mkdir(parents=True, exist_ok=True)
     generate(folder, a.problems)
-    print(f"{a.problems} problems in {folder} ({os.cpu_count()} CPUs)")
+    print(f"{a.problems} problems in {folder} ({os.cpu_count()} CPUs; decision records "
+          f"{'on' if a.record else 'off (--no-record)'})")
     results = []
     for jobs in a.jobs:
-        r = run(folder, work / f"out-jobs{jobs}", jobs)
+        r = run(folder, work / f"out-jobs{jobs}", jobs, a.record)
         results.append(r)
         print(f"--jobs {jobs}: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} CPU s over the process tree "
               f"(sampled), 1-min load average {r['load']:.1f} at the end; exit {r['rc']} ({r['summary']}); peak RSS: "
@@ -176,7 +204,9 @@ def main() -> None:
               f"whole tree {r['peak_tree_mib']:.0f} MiB over {r['processes']} processes")
     base = results[0]
     for r in results[1:]:
-        print(f"speed-up --jobs {r['jobs']} vs --jobs {base['jobs']}: {base['wall_s'] / r['wall_s']:.2f}x")
+        print(f"speed-up --jobs {r['jobs']} vs --jobs {base['jobs']}: {base['wall_s'] / r['wall_s']:.2f}x "
+              f"(the machine's ceiling now: {ceiling(r['jobs']):.2f}x for {r['jobs']} processes of pure "
+              "arithmetic)")
         same = same_bytes(work / f"out-jobs{base['jobs']}", work / f"out-jobs{r['jobs']}")
         print(f"same bytes (results, records, summaries): {same}")
     ru = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
