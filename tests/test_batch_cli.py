@@ -277,3 +277,25 @@ def test_the_example_sweep_checks():
     assert r.returncode == 0, r.stderr
     assert r.stdout == ("ok: examples/sweep-price-demand.yaml (llama3-70b-online-sweep: 1 services, "
                         "2 hardware types; sweep: 9 variants over h100-sxm.price (3), chat.qps (3))\n")
+
+
+def test_documents_validate_against_the_published_schemas(first):
+    """summary.json, a record and the example sweep file against schemas/ (fleetplan schema)."""
+    import jsonschema
+    import yaml
+
+    from solver.schema.publish import json_schema
+
+    _, out = first
+
+    def check(name: str, doc) -> None:
+        schema = json_schema(name)
+        assert json.loads((ROOT / "schemas" / f"{name}.schema.json").read_text()) == schema
+        jsonschema.Draft202012Validator(schema).validate(doc)
+
+    check("batch-summary", json.loads((out / "summary.json").read_text()))
+    check("batch-record", json.loads((out / "results" / "small.record.json").read_text()))
+    check("problem", yaml.safe_load((ROOT / "examples" / "sweep-price-demand.yaml").read_text()))
+    bad = yaml.safe_load((ROOT / "examples" / "sweep-price-demand.yaml").read_text())
+    bad["sweep"]["services[chat].workload.qps"] = {"from": 1, "to": 2, "steps": 3}
+    assert list(jsonschema.Draft202012Validator(json_schema("problem")).iter_errors(bad))
