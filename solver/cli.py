@@ -136,6 +136,44 @@ def _build_parser() -> argparse.ArgumentParser:
     ps.add_argument("--out-json", help="also write the JSON document to this file")
     _question_solver_args(ps)
 
+    b = sub.add_parser("batch", help="plan many problem files (folders, globs) and the variants "
+                       "of their sweeps: one result file each and a summary table")
+    b.add_argument("paths", nargs="+", metavar="PATH",
+                   help="problem files, folders (their *.yaml), globs, or shipped problem names")
+    b.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder: results/<problem>.json and summary.csv/.json/.parquet")
+    where = b.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive, default=1,
+                       help="problems planned at once on a local process pool (default 1)")
+    where.add_argument("--ray", metavar="ADDRESS",
+                       help="plan on a Ray cluster: its address, 'auto' (the running cluster) or "
+                       "'local' (start one here); needs pip install 'fleetplan[ray]'")
+    b.add_argument("--resume", action="store_true",
+                   help="skip problems whose result in DIR was planned from the same inputs "
+                   "(problem, cards, calibration, measured tables, solver options)")
+    b.add_argument("-r", "--recursive", action="store_true", help="search folders' subfolders too")
+    b.add_argument("--pivot", nargs=2, metavar=("ROW", "COL"),
+                   help="also write summary.pivot.csv (and print it): one row per value of the "
+                   "swept field ROW, one column per value of COL (labels as in the summary's "
+                   "sweep.* columns, e.g. h100-sxm.price chat.qps)")
+    b.add_argument("--pivot-value", choices=["cost_per_hour", "objective", "total_devices", "power_kw"],
+                   default="cost_per_hour", help="the pivot's cells (default cost_per_hour)")
+    b.add_argument("--plot", metavar="FILE.png",
+                   help="draw cost against a swept field (needs matplotlib: pip install "
+                   "'fleetplan[plot]')")
+    b.add_argument("--plot-x", metavar="LABEL",
+                   help="the swept field on the plot's x axis (default: the first one)")
+    shown = b.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show progress on stderr even when it is not a terminal")
+    shown.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="no progress bar (default: a bar when stderr is a terminal)")
+    b.add_argument("--quiet", action="store_true", help="print only the counts, not the table")
+    b.add_argument("--no-record", action="store_true",
+                   help="skip each plan's decision record, as plan --no-record (much faster: "
+                   "the record re-solves each problem a few dozen times)")
+    _question_solver_args(b)
+
     ch = sub.add_parser("check", help="validate problem files without solving")
     ch.add_argument("problems", nargs="+")
 
@@ -206,7 +244,6 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 def _cmd_plan(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
     from solver.plan import plan
-    from solver.problem import load_problem
     from solver.report.plan_views import RENDERERS
 
     if a.format == "html":
@@ -214,7 +251,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
         require_matplotlib("--format html")  # before any solving
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
-    rp = load_problem(_problem_path(a.problem))
+    rp = _load_base(a.problem)
     if a.no_record:
         doc = plan(rp, opts, timings=not a.no_timings)
     else:
@@ -234,6 +271,19 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     return 1 if doc.status == "infeasible" else 0
 
 
+def _load_base(ref: str):
+    """A problem for a one-problem command; a `sweep:` is validated and the base problem (the
+    file as written) is returned, with a note on stderr (`fleetplan batch` plans the variants)."""
+    from solver.problem import load_problem
+    from solver.sweep import base_problem_note
+
+    rp = load_problem(_problem_path(ref))
+    note = base_problem_note(rp)
+    if note:
+        print(note, file=sys.stderr)
+    return rp
+
+
 def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
     if a.out_json:
         _write_atomic(a.out_json, json_text, "--out-json")
@@ -242,7 +292,6 @@ def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
 
 def _cmd_frontier(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.problem import load_problem
     from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
     from solver.report import question_views as views
     from solver.report.plots import frontier_png, require_matplotlib
@@ -251,7 +300,7 @@ def _cmd_frontier(a: argparse.Namespace) -> int:
         raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
     if a.plot:
         require_matplotlib("--plot/--out-png")  # before any solving
-    rp = load_problem(_problem_path(a.problem))
+    rp = _load_base(a.problem)
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = frontier(rp, a.points, a.max_scale, opts, timings=not a.no_timings)
     if a.plot:
@@ -263,17 +312,42 @@ def _cmd_frontier(a: argparse.Namespace) -> int:
 
 def _cmd_price_sweep(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.problem import load_problem
     from solver.questions.price import any_feasible, price_sweep
     from solver.report import question_views as views
 
-    rp = load_problem(_problem_path(a.problem))
+    rp = _load_base(a.problem)
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
     doc = price_sweep(rp, a.hardware, a.price_from, a.price_to, a.steps, a.tolerance,
                       a.max_solves, opts, timings=not a.no_timings, compare=a.compare)
     js = views.to_json(doc)
     _emit(a, js if a.format == "json" else views.price_table(doc), js)
     return 0 if any_feasible(doc) else 1
+
+
+def _cmd_batch(a: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from solver.batch.executors import import_ray
+    from solver.batch.runner import BatchOptions, run_batch
+    from solver.fleet.solve import SolveOptions
+    from solver.report import batch_views as views
+    from solver.report.plots import require_matplotlib
+
+    if a.plot:
+        require_matplotlib("--plot")  # before anything is planned
+    if a.ray:
+        import_ray()
+    opts = BatchOptions(
+        out=Path(a.out), solve=SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers),
+        timings=not a.no_timings, record=not a.no_record, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
+        pivot=tuple(a.pivot) if a.pivot else None, pivot_value=a.pivot_value, plot=a.plot,
+        plot_x=a.plot_x,
+    )
+    summary = run_batch(a.paths, opts, sys.stderr, a.progress)
+    if a.pivot and not a.quiet:
+        sys.stdout.write(views.pivot_text(summary.rows, *a.pivot, a.pivot_value) + "\n")
+    sys.stdout.write(views.summary_text(summary, a.out, a.quiet))
+    return summary.exit_code
 
 
 def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
@@ -288,17 +362,20 @@ def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
 
 def _cmd_check(a: argparse.Namespace) -> int:
     from solver.problem import load_problem
+    from solver.sweep import describe, expand
 
     bad = 0
     for ref in a.problems:
         try:
             rp = load_problem(_problem_path(ref))
+            variants = expand(rp)  # validates every value of a sweep
         except InputError as exc:
             bad += 1
             print(f"error: {exc}", file=sys.stderr)
             continue
+        sweep = describe(rp, variants)
         print(f"ok: {ref} ({rp.name}: {len(rp.problem.services)} services, "
-              f"{len(rp.hardware)} hardware types)")
+              f"{len(rp.hardware)} hardware types{'; ' + sweep if sweep else ''})")
     return 2 if bad else 0
 
 
@@ -329,6 +406,7 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
 
 COMMANDS = {
     "plan": _cmd_plan,
+    "batch": _cmd_batch,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,

@@ -62,9 +62,14 @@ class Calibration(Strict):
     )
 
 
+def calibration_path(engine: str):
+    """Where an engine's calibration file is (it may not exist: then none is used)."""
+    return catalog.data_dir("hardware") / "calibration" / f"{engine}.yaml"
+
+
 @lru_cache(maxsize=16)
 def load_calibration(engine: str) -> Calibration | None:
-    path = catalog.data_dir("hardware") / "calibration" / f"{engine}.yaml"
+    path = calibration_path(engine)
     if not path.is_file():
         return None
     return validate_doc(Calibration, load_yaml(path))

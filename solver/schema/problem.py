@@ -17,6 +17,7 @@ from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.fleet import CurrentPool, Site, Survive, Transition, check_fleet_fields
 from solver.schema.routing import Routing
+from solver.schema.sweep import Sweep
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
@@ -241,6 +242,9 @@ class Problem(Strict):
     sites: list[Site] | None = Field(None, min_length=1, max_length=64)
     current: list[CurrentPool] | None = Field(None, min_length=1, max_length=10_000)
     transition: Transition | None = None
+
+    # values to plan the problem at (`fleetplan batch`; schema/sweep.py, expanded by sweep.py)
+    sweep: Sweep | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Problem:

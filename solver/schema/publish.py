@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from solver import __version__
+from solver.schema.batch import BatchRecord, BatchSummary
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.estimate import EstimateResult
 from solver.schema.problem import Problem
@@ -33,6 +34,8 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], Literal["validation", "serialization
     "validation": (ValidationReport, "serialization", "fleetplan validate --format json"),
     "frontier": (FrontierResult, "serialization", "fleetplan frontier --format json"),
     "price-sweep": (PriceSweepResult, "serialization", "fleetplan price-sweep --format json"),
+    "batch-summary": (BatchSummary, "serialization", "fleetplan batch: DIR/summary.json"),
+    "batch-record": (BatchRecord, "serialization", "fleetplan batch: DIR/results/<key>.record.json"),
 }
 
 
