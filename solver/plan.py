@@ -361,13 +361,15 @@ def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumption
 
 def plan(
     rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
-    candidates: CandidateSet | None = None,
+    candidates: CandidateSet | None = None, compare: bool = True,
 ) -> PlanResult:
     """Plan a resolved problem; the returned document has passed `verify`.
 
     `candidates`: the problem's candidate tables when the caller already has them (what-if
     sweeps reuse one build across variants that change only demand or prices: see
-    `problem.derive` and `candidates.reprice`); built here otherwise."""
+    `problem.derive` and `candidates.reprice`); built here otherwise. `compare`: solve a
+    heterogeneous plan again with every KV route inside one type to state its saving; the
+    decision record's what-if solves, which only need the plan, pass False."""
     t0 = time.perf_counter()
     cs = candidates if candidates is not None else build_candidates(rp)
     reasons = _no_runtime_left(rp, cs)
@@ -394,7 +396,7 @@ def plan(
         else Objective(kind="max_throughput", value=float(sol.scale or 0.0))
     )
     hetero = (_homogeneous(rp, cs, opts, sol.status, cost, sol.scale)
-              if any(s.kv_routes for s in services) else None)
+              if compare and any(s.kv_routes for s in services) else None)
     doc = PlanResult(
         problem=rp.name, status=sol.status, objective=objective, cost_per_hour=cost,
         total_devices=sum(by_type.values()),
@@ -412,7 +414,7 @@ def plan(
     if timings:
         doc = doc.model_copy(update={"solver": doc.solver.model_copy(
             update={"wall_s": round(time.perf_counter() - t0, 3)})})
-    verify(rp, doc)
+    verify(rp, doc, compared=compare)
     return doc
 
 

@@ -146,7 +146,7 @@ def _eq(a: float, b: float) -> bool:
     return abs(a - b) <= REL_TOL * max(1.0, abs(b))
 
 
-def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
+def violations(rp: ResolvedProblem, doc: PlanResult, compared: bool = True) -> list[str]:
     out: list[str] = []
     p = rp.problem
     if doc.status == "infeasible":
@@ -278,7 +278,7 @@ def violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
         if cap_kw is not None and not _le(site_power[site] / 1000, cap_kw):
             out.append(f"site '{site}': power {site_power[site] / 1000:.2f} kW exceeds its cap {cap_kw} kW")
     out += _sites_summary_violations(rp, doc, at_site, site_price)
-    out += _hetero_violations(doc)
+    out += _hetero_violations(doc, compared)
     out += _transition_violations(rp, doc)
     if p.budget_per_hour is not None and not _le(total_cost, p.budget_per_hour):
         out.append(f"cost ${total_cost:,.2f}/h exceeds the budget ${p.budget_per_hour:,.2f}/h")
@@ -375,12 +375,14 @@ def _sites_summary_violations(rp: ResolvedProblem, doc: PlanResult, at_site, sit
     return out
 
 
-def _hetero_violations(doc: PlanResult) -> list[str]:
+def _hetero_violations(doc: PlanResult, compared: bool = True) -> list[str]:
     hetero = any(s.kv_routes for s in doc.services)
     h = doc.heterogeneity
     if not hetero:
         return ["a homogeneous plan carries a heterogeneity comparison"] if h is not None else []
     if h is None:
+        if not compared:  # a what-if solve that asked for the plan only
+            return []
         return ["a heterogeneous plan does not state its saving against the best homogeneous plan"]
     out = []
     if h.homogeneous_status == "infeasible":
@@ -472,8 +474,10 @@ def _transition_violations(rp: ResolvedProblem, doc: PlanResult) -> list[str]:
     return out
 
 
-def verify(rp: ResolvedProblem, doc: PlanResult) -> None:
-    bad = violations(rp, doc)
+def verify(rp: ResolvedProblem, doc: PlanResult, compared: bool = True) -> None:
+    """Raise when the plan breaks any constraint. `compared=False`: the caller asked `plan` not
+    to solve the homogeneous comparison, so its absence is not a violation."""
+    bad = violations(rp, doc, compared)
     if bad:
         raise PlanVerificationError(
             "the solved plan failed independent verification (a fleetplan bug; nothing printed):\n  "

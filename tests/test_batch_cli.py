@@ -74,7 +74,10 @@ def test_a_bad_file_fails_alone_and_exit_2_wins_over_infeasible(first):
     assert inf.error == "budget of $100.00/hour; demand of service 'chat' (5000 QPS)"
     assert inf.cost_per_hour is None and inf.result == "results/infeasible.json"
     assert by["small"].cost_per_hour == 15.0 and by["small"].devices_by_type == {"h100-sxm": 6}
-    assert by["custom-card"].devices_by_type == {"test-gpu": 6}
+    custom = json.loads((out / "results" / "custom-card.json").read_text())  # the card's plan
+    assert set(custom["devices_by_type"]) == {"test-gpu"}
+    assert by["custom-card"].devices_by_type == custom["devices_by_type"]
+    assert by["custom-card"].cost_per_hour == custom["cost_per_hour"]
     for row in s.rows:
         assert row.wall_s is None and not row.resumed
         if row.status != "invalid":

@@ -77,7 +77,7 @@ def only_configurations(cs: CandidateSet, winner: PlanResult, rp: ResolvedProble
 
 
 def _alternative(kind, excluded, rp, cs, opts, winner: PlanResult) -> Alternative:
-    doc = plan(rp, opts, timings=False, candidates=cs)
+    doc = plan(rp, opts, timings=False, candidates=cs, compare=False)
     feasible = doc.status != "infeasible"
     cost = doc.cost_per_hour if feasible else None
     alt = Alternative(
@@ -185,7 +185,7 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
         return Fallback(hardware=name, why=why, safety_margin=round(margin, 4), status="infeasible",
                         cost_per_hour=None, delta_cost_pct=None, devices_by_type={}, pools=[],
                         infeasible_because=[str(exc)])
-    doc = plan(narrowed, opts, timings=False)
+    doc = plan(narrowed, opts, timings=False, compare=False)
     pools = [p for s in doc.services for p in s.pools]
     feasible = doc.status != "infeasible"
     cost = doc.cost_per_hour if feasible else None

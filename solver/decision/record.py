@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from solver.plan import plan
 from solver.problem import ResolvedProblem
 from solver.schema.decision import DecisionRecord
 from solver.schema.result import PlanResult
+
+
+WHAT_IF_LIMIT_S = 5.0
 
 
 def input_sha256(rp: ResolvedProblem) -> str:
@@ -31,11 +35,13 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     fallback, the validity intervals) run with timings off and the same options."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
+    # the record's what-if solves get a shorter limit each: an unproven one says "feasible"
+    what_if = dataclasses.replace(opts, time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
     record = DecisionRecord(
         uncertainty=plan_uncertainty(rp, doc),
-        runners_up=runners_up(rp, cs, doc, opts),
-        fallback=fallback(rp, doc, opts) if doc.status != "infeasible" else None,
-        validity=validity(rp, cs, doc, opts, max_solves),
+        runners_up=runners_up(rp, cs, doc, what_if),
+        fallback=fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
+        validity=validity(rp, cs, doc, what_if, max_solves),
         input_sha256=input_sha256(rp),
         fleetplan_version=__version__,
     )

@@ -17,6 +17,7 @@ bounds the work; an interval cut short by it reports its end as a search limit.
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 
 from solver.candidates import CandidateSet, reprice
@@ -32,15 +33,19 @@ STEPS_DOWN = (0.9, 0.8, 2.0 / 3.0, 0.5, 1.0 / 3.0, 0.25)
 REL_TOL = 0.02
 REGRET = 0.02
 MAX_SOLVES = 160
+MAX_SECONDS = 15.0  # wall time for all intervals; cut-short ends are reported as search limits
 
 
 class _Budget:
-    def __init__(self, limit: int):
+    """At most `limit` probes and `seconds` of wall time (the record must not dwarf the plan)."""
+
+    def __init__(self, limit: int, seconds: float):
         self.left = limit
         self.used = 0
+        self.deadline = time.perf_counter() + seconds
 
     def take(self) -> bool:
-        if self.left <= 0:
+        if self.left <= 0 or time.perf_counter() > self.deadline:
             return False
         self.left -= 1
         self.used += 1
@@ -135,14 +140,14 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
     if winner.status == "infeasible":
         return Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
     kept_cs = only_configurations(cs, winner, rp)
-    budget = _Budget(max_solves // 2)  # each probe solves twice
+    budget = _Budget(max_solves // 2, MAX_SECONDS)  # each probe solves twice
     objective = rp.problem.objective
 
     def probe(variant: ResolvedProblem) -> tuple[bool, PlanResult]:
         full = cs if variant.prices == rp.prices else reprice(cs, variant.prices)
         kept = kept_cs if variant.prices == rp.prices else reprice(kept_cs, variant.prices)
-        best = plan(variant, opts, timings=False, candidates=full)
-        mine = plan(variant, opts, timings=False, candidates=kept)
+        best = plan(variant, opts, timings=False, candidates=full, compare=False)
+        mine = plan(variant, opts, timings=False, candidates=kept, compare=False)
         return _still_optimal(objective, mine, best), best
 
     demand = None

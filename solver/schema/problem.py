@@ -242,7 +242,6 @@ class Problem(Strict):
     sites: list[Site] | None = Field(None, min_length=1, max_length=64)
     current: list[CurrentPool] | None = Field(None, min_length=1, max_length=10_000)
     transition: Transition | None = None
-
     # values to plan the problem at (`fleetplan batch`; schema/sweep.py, expanded by sweep.py)
     sweep: Sweep | None = None
 
