@@ -171,7 +171,8 @@ def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
     assert sorted(k for k, v in again().items() if not v) == [
         "custom-card", "small", *(f"sweep[h200-sxm.price=4,chat.qps={q}]" for q in (100, 150, 50))]
     doc = json.loads((root / "out" / "results" / "custom-card.json").read_text())
-    assert doc["cost_per_hour"] == 18.0  # 6 devices at the card's new price
+    # every device at the card's new price ($3.00/h)
+    assert doc["cost_per_hour"] == pytest.approx(3.0 * doc["devices_by_type"]["test-gpu"])
 
     # other solver options: everything is planned again
     r = cli(*args, "--seed", "3", cwd=root)

@@ -114,6 +114,16 @@ class CurrentPool(Strict):
     chunk_tokens: int | None = Field(None, ge=1, le=1_048_576)
     instances: int = Field(ge=1, le=MAX_SUPPLY)
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema, handler):
+        """In validation mode the `config` string form may stand for tp/pp/ep/dp/batch/chunk."""
+        schema = handler(core_schema)
+        if handler.mode == "validation":
+            target = handler.resolve_ref_schema(schema)
+            target.setdefault("properties", {})["config"] = {
+                "type": "string", "description": "e.g. 'tp4 pp2 batch 64' (instead of the fields)"}
+        return schema
+
     @model_validator(mode="before")
     @classmethod
     def _named_config(cls, v: Any) -> Any:
