@@ -21,6 +21,7 @@ from solver.problem import ResolvedProblem, load_problem
 from solver.schema.result import (
     Assumptions,
     CalibrationUse,
+    HardwareAssumption,
     HeteroComparison,
     HomogeneousService,
     KvRoute,
@@ -37,6 +38,7 @@ from solver.schema.result import (
     SloBounds,
     SolverInfo,
     StageInfo,
+    WorkloadAssumption,
 )
 from solver.transition import transition_report
 from solver.verify import units_of, verify, worst_instance_loss, worst_site_loss
@@ -356,6 +358,28 @@ def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumption
             source_sha256=cal.source_sha256, ttft_median_abs_pct=cal.fit_error.ttft_median_abs_pct,
             tpot_median_abs_pct=cal.fit_error.tpot_median_abs_pct),
         profiles=uses, hardware_without_profiles=missing, remeasure_after_days=REMEASURE_AFTER_DAYS,
+        workloads=[
+            WorkloadAssumption(
+                service=s.name, model=rp.models[i].name, qps=s.workload.qps,
+                input_tokens_mean=s.workload.input_tokens.mean_tokens,
+                input_tokens_p99=s.workload.input_tokens.p99_tokens,
+                output_tokens_mean=s.workload.output_tokens.mean_tokens,
+                output_tokens_p99=s.workload.output_tokens.p99_tokens,
+                slo=_slo_bounds(s),
+                routing=rp.archs[i].expert_routing.description if rp.archs[i].moe_layers else None,
+            )
+            for i, s in enumerate(rp.problem.services)
+        ],
+        hardware=[
+            HardwareAssumption(
+                name=c.name, price_per_hour=rp.prices[j],
+                price_source="problem file" if h.price_per_hour is not None else c.price_source,
+                supply=rp.supplies[j], power_w=rp.power_w[j],
+            )
+            for j, (h, c) in enumerate(zip(rp.problem.hardware, rp.hardware))
+        ],
+        safety_margin=rp.problem.constraints.safety_margin,
+        fleetplan_version=__version__,
     )
 
 

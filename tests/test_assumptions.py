@@ -40,3 +40,24 @@ def test_declared_engine_version_that_differs_is_flagged():
     same = assumptions(_with_software(rp, version=vllm[0].framework_version))
     assert not any(p.stack_differs for p in same.profiles if p.framework == "vllm")
 
+
+
+def test_assumptions_record_workload_slo_prices_supply_margin_and_version():
+    from pathlib import Path
+
+    from solver import __version__
+    from solver.plan import assumptions
+    from solver.problem import load_problem
+
+    rp = load_problem(Path(__file__).resolve().parent.parent / "problems" / "mixed-supply.yaml")
+    a = assumptions(rp)
+    (w,) = a.workloads
+    s = rp.problem.services[0]
+    assert (w.service, w.model, w.qps) == (s.name, "llama-3.1-70b", s.workload.qps)
+    assert (w.input_tokens_mean, w.output_tokens_mean) == (2048.0, 150.0)
+    assert (w.slo.ttft_p50_ms, w.slo.tpot_p99_ms) == (s.slo.ttft_ms.p50, s.slo.tpot_ms.p99)
+    assert [(h.name, h.price_per_hour, h.supply) for h in a.hardware] == [
+        (h.name, h.price_per_hour, h.supply) for h in rp.problem.hardware]
+    assert all(h.price_source == "problem file" for h in a.hardware)
+    assert a.safety_margin == rp.problem.constraints.safety_margin
+    assert a.fleetplan_version == __version__

@@ -199,6 +199,30 @@ class CalibrationUse(Strict):
     tpot_median_abs_pct: float
 
 
+class WorkloadAssumption(Strict):
+    """A service's workload and SLO bounds as planned (the plan is optimal for these only)."""
+
+    service: str
+    model: str
+    qps: float
+    input_tokens_mean: float
+    input_tokens_p99: float
+    output_tokens_mean: float
+    output_tokens_p99: float
+    slo: SloBounds
+    routing: str | None = None
+
+
+class HardwareAssumption(Strict):
+    """A device type as priced and supplied to the planner."""
+
+    name: str
+    price_per_hour: float
+    price_source: str | None = Field(description="the card's price source, or 'problem file'")
+    supply: int | None = Field(description="devices available (None: unlimited)")
+    power_w: float
+
+
 class Assumptions(Strict):
     """What the plan rests on (extension; the decision record grows from here)."""
 
@@ -208,6 +232,10 @@ class Assumptions(Strict):
     profiles: list[ProfileUse]
     hardware_without_profiles: list[str]
     remeasure_after_days: int
+    workloads: list[WorkloadAssumption] = Field(default_factory=list)
+    hardware: list[HardwareAssumption] = Field(default_factory=list)
+    safety_margin: float | None = None
+    fleetplan_version: str | None = None
 
 
 class SiteResult(Strict):
