@@ -60,6 +60,9 @@ def shared_link(rp: ResolvedProblem, p: str, d: str) -> tuple[float, float]:
 
 
 def units_of(rp: ResolvedProblem, pools: list[Pool]) -> list[Unit]:
+    """The pools as flow units; a prefill pool reaches the decode types its KV link serves (its
+    own type only when the problem forbids heterogeneous prefill/decode)."""
+    same_type_only = not rp.problem.constraints.heterogeneous_prefill_decode
     out = []
     for p in pools:
         if p.hardware not in rp.hardware_names:
@@ -71,7 +74,8 @@ def units_of(rp: ResolvedProblem, pools: list[Pool]) -> list[Unit]:
             lat = p.kv_link_latency_us if p.kv_link_latency_us is not None else own[1]
             reach = frozenset(
                 d for d in rp.hardware_names
-                if shared_link(rp, p.hardware, d)[0] >= bw * (1 - REL_TOL)
+                if (d == p.hardware or not same_type_only)
+                and shared_link(rp, p.hardware, d)[0] >= bw * (1 - REL_TOL)
                 and shared_link(rp, p.hardware, d)[1] <= lat * (1 + REL_TOL) + 1e-9
             )
         out.append(Unit(p.role, p.hardware, p.site, p.capacity_qps_per_instance, p.instances, reach))

@@ -86,6 +86,21 @@ def test_forbidding_heterogeneity_gives_the_homogeneous_plan():
     assert doc.cost_per_hour == pytest.approx(planned("hetero-prefill-decode").heterogeneity.homogeneous_cost_per_hour)
 
 
+def test_verifier_keeps_prefill_on_its_own_type_when_heterogeneity_is_forbidden():
+    # The mixed plan's pools, checked against the problem with heterogeneity forbidden: every
+    # prefill pool reaches only decode pools of its own type (before this, the verifier let
+    # link-compatible types route to each other and over-counted what such a plan serves).
+    pools = planned("hetero-prefill-decode").services[0].pools
+    forbidden = with_constraints("hetero-prefill-decode", heterogeneous_prefill_decode=False)
+    allowed = shipped("hetero-prefill-decode")
+    for u in units_of(forbidden, pools):
+        if u.role == "prefill":
+            assert u.reach == frozenset({u.hw})
+    mixed = [u for u in units_of(allowed, pools) if u.role == "prefill" and len(u.reach) > 1]
+    assert mixed, "the mixed plan's prefill pools reach other types when heterogeneity is allowed"
+    assert servable(units_of(forbidden, pools)) < servable(units_of(allowed, pools))
+
+
 def test_short_supply_of_the_prefill_device_fills_from_the_next_best_type():
     base = planned("hetero-prefill-decode")
     h100 = base.devices_by_type["h100-sxm"]
@@ -274,27 +289,27 @@ def test_verifier_proves_survival_and_rejects_a_tampered_plan():
 def test_transition_counts_and_recommendation_hand_computed():
     doc = planned("transition")
     t = doc.transition
-    # today: 37 colocated tp4 H100 instances = 148 devices at $2.99 = $442.52/h; the plan:
-    # 14 prefill tp1 pp4 (56 devices) + 4 decode tp4 (16 devices) = 72 H100 = $215.28/h.
-    assert t.current_cost_per_hour == pytest.approx(442.52)
+    # today: 59 colocated tp4 H100 instances = 236 devices at $2.99 = $705.64/h; the plan:
+    # 7 prefill tp1 pp8 (56 devices) + 4 decode tp4 (16 devices) = 72 H100 = $215.28/h.
+    assert t.current_cost_per_hour == pytest.approx(705.64)
     assert t.current_meets_problem and t.current_problems == []
     assert doc.cost_per_hour == pytest.approx(215.28)
-    # new layouts: 14 + 4 = 18 instances re-sharded; the prefill and decode groups are new, so
+    # new layouts: 7 + 4 = 11 instances re-sharded; the prefill and decode groups are new, so
     # 56 + 16 = 72 devices moved; drained: 72 devices x 1 h at $2.99 = $215.28
-    assert (t.instances_resharded, t.devices_moved) == (18, 72)
+    assert (t.instances_resharded, t.devices_moved) == (11, 72)
     assert t.drained_device_hours == pytest.approx(72.0)
-    assert t.switching_cost_usd == pytest.approx(72 * 25 + 18 * 100 + 215.28)
-    assert t.saving_per_hour == pytest.approx(442.52 - 215.28)
-    assert t.payback_hours == pytest.approx(3815.28 / 227.24)
+    assert t.switching_cost_usd == pytest.approx(72 * 25 + 11 * 100 + 215.28)
+    assert t.saving_per_hour == pytest.approx(705.64 - 215.28)
+    assert t.payback_hours == pytest.approx(3115.28 / 490.36)
     assert t.recommendation == "move"
 
 
 def test_transition_stays_when_the_horizon_is_short_and_when_nothing_is_saved():
     rp = shipped("transition")
     short = plan(variant("transition", transition=rp.problem.transition.model_copy(
-        update={"horizon_hours": 10.0})), OPTS, timings=False)
+        update={"horizon_hours": 5.0})), OPTS, timings=False)
     assert short.transition.recommendation == "stay"
-    assert short.transition.payback_hours == pytest.approx(3815.28 / 227.24)  # reported either way
+    assert short.transition.payback_hours == pytest.approx(3115.28 / 490.36)  # reported either way
     doc = planned("transition")
     same = [{"service": s.name, "role": p.role, "hardware": p.hardware, "tp": p.tp, "pp": p.pp,
              "batch": p.batch, "instances": p.instances} for s in doc.services for p in s.pools]

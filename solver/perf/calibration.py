@@ -105,7 +105,8 @@ FIT_BOUNDS: tuple[tuple[str, float, float], ...] = (
     ("memory_efficiency_factor", 0.4, 1.25),
     ("step_overhead_ms", 0.0, 20.0),
     ("request_overhead_ms", 0.0, 500.0),
-    ("burst_share", 0.0, 1.0),
+    ("wave_size_coefficient", 0.1, 4.0),
+    ("wave_size_exponent", 0.0, 1.0),
     ("mixed_batch_slowdown", 1.0, 3.0),
 )
 

@@ -91,15 +91,23 @@ class EngineParams(Strict):
         description="token budget per iteration in a closed-loop benchmark (vLLM V1 default "
         "max_num_batched_tokens for online serving on large GPUs)",
     )
-    burst_share: float = Field(
+    wave_size_coefficient: float = Field(
+        1.0,
+        gt=0,
+        le=8,
+        description="closed-loop benchmarks: requests arrive in waves of G = coefficient x "
+        "N^exponent (1 <= G <= N) that are prefilled back to back (completions of requests that "
+        "shared an iteration stay aligned, so their successors arrive together); 1 and 0 give "
+        "no waves (the staggered steady state), 1 and 1 one lockstep wave of all N; fitted per "
+        "engine on measured benchmarks, used only by `estimate --concurrency` and `validate`",
+    )
+    wave_size_exponent: float = Field(
         0.0,
         ge=0,
         le=1,
-        description="closed-loop benchmarks: share of the requests that arrive in lockstep waves "
-        "(all N at once, prefilled in turn, then decoded together; the start-up burst, and every "
-        "wave after it when the scheduler keeps them aligned) rather than in the staggered steady "
-        "state; fitted per engine on measured benchmarks (SGLang ~1, vLLM and TensorRT-LLM ~0.13), "
-        "used only by `estimate --concurrency` and `validate`",
+        description="closed-loop benchmarks: exponent of the wave size G = coefficient x "
+        "N^exponent (see wave_size_coefficient); the h100 fits give 0.44 x N^0.68 for vLLM, "
+        "0.89 x N^0.46 for TensorRT-LLM and 0.80 x N for SGLang (nearly lockstep)",
     )
     # ---- disaggregated runtime ----------------------------------------------------------------
     decode_slot_fill: float = Field(

@@ -407,28 +407,62 @@ class ClosedLoop:
     memory: Memory
 
 
-def burst_ttft(
-    arch: ModelArch, hw: HardwareTable, plans: Plans, wl: Workload, N, engine: EngineParams
-) -> np.ndarray:
-    """Mean TTFT (s) of N prompts that arrive at once, as at a benchmark's start.
+def wave_size(N, engine: EngineParams) -> np.ndarray:
+    """Requests per arrival wave of a closed loop of N: coefficient x N^exponent, within [1, N]."""
+    N = np.asarray(N, dtype=float)
+    g = engine.wave_size_coefficient * np.power(np.maximum(N, 1.0), engine.wave_size_exponent)
+    return np.clip(g, 1.0, np.maximum(N, 1.0))
 
-    The engine prefills C' = budget - (decoding sequences, N/2 on average) prompt tokens per
-    iteration while the prompts already prefilled decode alongside; all N need
-    K = ceil(N s / C') iterations and a prompt waits (K + 1) / 2 of them on average.
+
+def wave_iterations(G, u, max_wave: int = 4096) -> np.ndarray:
+    """Mean number of full-budget iterations a prompt of a wave of G waits for its first token.
+
+    Each prompt needs u iterations' worth of prompt tokens (s / C'); prompt i of the wave is
+    done at the end of iteration ceil(i u). Exact mean over i = 1..n for whole n; a fractional
+    G interpolates linearly between floor(G) and floor(G) + 1. Note the discreteness: two
+    4096-token prompts under an 8192-token budget that also carries decode tokens need two
+    iterations, not one. Waves above `max_wave` use the continuous mean
+    (G + 1)/2 x u + (1 - min(u, 1)) / 2 (the rounding up adds half an iteration on average).
+    """
+    G_all = np.maximum(np.asarray(G, dtype=float), 1.0)
+    u = np.asarray(u, dtype=float) + np.zeros_like(G_all)
+    G = np.minimum(G_all, float(max_wave))
+    n_max = int(np.ceil(G.max())) + 1 if G.size else 2
+    i = np.arange(1, n_max + 1, dtype=float)
+    done = np.ceil(u[..., None] * i - 1e-9)  # iteration at whose end prompt i is done
+    mean = np.cumsum(done, axis=-1) / i  # mean over the first n prompts, n = 1..n_max
+    lo = np.floor(G).astype(int)
+    w = G - lo
+    m_lo = np.take_along_axis(mean, (lo - 1)[..., None], axis=-1)[..., 0]
+    m_hi = np.take_along_axis(mean, np.minimum(lo, n_max - 1)[..., None], axis=-1)[..., 0]
+    exact = (1.0 - w) * m_lo + w * m_hi
+    smooth = (G_all + 1.0) / 2.0 * u + (1.0 - np.minimum(u, 1.0)) / 2.0
+    return np.where(G_all > max_wave, smooth, exact)
+
+
+def wave_ttft(
+    arch: ModelArch, hw: HardwareTable, plans: Plans, wl: Workload, N, G, engine: EngineParams
+) -> np.ndarray:
+    """Mean TTFT (s) of a wave of G prompts that arrive at once in a closed loop of N.
+
+    While the wave is prefilled, D = N - G/2 sequences decode on average (the other waves and
+    the wave's prompts already prefilled); the engine prefills C' = budget - D prompt tokens
+    per iteration (at least one prompt's worth, never more than the wave holds), and prompt i
+    of the wave is done at the end of iteration ceil(i s / C') (`wave_iterations`). G = N is the
+    lockstep wave of a benchmark's start.
     """
     N = np.asarray(N, dtype=float) + np.zeros(len(plans))
+    G = np.minimum(np.asarray(G, dtype=float) + np.zeros(len(plans)), np.maximum(N, 1.0))
     s = wl.input_tokens
     C = float(engine.max_batched_tokens)
-    # prompt tokens per iteration: the budget left by the decoding half, never more than the
-    # burst holds (a small burst is prefilled in one iteration of its own size)
-    chunk = effective_chunk(np.minimum(np.maximum(C - N / 2.0, np.minimum(s, C)), N * s), s, engine)
-    iters = np.ceil(N * s / chunk)
-    half = np.maximum(N / 2.0, 1e-9)
-    sized = plans.with_batch(half)
-    tau_d, _ = cycle(arch, hw, sized, Load.decode(half, wl.decode_context), engine)
-    tau_m, _ = cycle(arch, hw, sized, Load.mixed(half, wl.decode_context, chunk, s), engine)
+    dec = np.maximum(N - G / 2.0, 1e-9)
+    chunk = effective_chunk(np.minimum(np.maximum(C - dec, np.minimum(s, C)), G * s), s, engine)
+    iters = wave_iterations(G, s / chunk)
+    sized = plans.with_batch(dec)
+    tau_d, _ = cycle(arch, hw, sized, Load.decode(dec, wl.decode_context), engine)
+    tau_m, _ = cycle(arch, hw, sized, Load.mixed(dec, wl.decode_context, chunk, s), engine)
     tau_b = mixed_iteration(tau_d, tau_m, engine)
-    return (iters + 1.0) / 2.0 * tau_b + engine.request_overhead_ms * 1e-3
+    return iters * tau_b + engine.request_overhead_ms * 1e-3
 
 
 def closed_loop(
@@ -440,14 +474,21 @@ def closed_loop(
     engine: EngineParams,
     iters: int = 32,
 ) -> ClosedLoop:
-    """Steady state of N requests always in flight on one colocated instance.
+    """A benchmark that keeps N requests in flight on one colocated instance.
 
-    With B sequences decoding, Little's law gives the request rate lambda = B / ((o-1) tau) and
-    the prefill tokens needed per iteration B*s/(o-1), which must fit the token budget left
-    after the decode tokens (C - B). The prefill of one prompt takes s / (C - B) mixed
-    iterations (the last one carrying only the remainder). N = B + lambda * TTFT closes the
-    loop; we bisect on B. When the budget cannot
-    keep up (B at saturation), the remaining requests queue and TTFT = (N - B) / lambda.
+    Steady state first: with B sequences decoding, Little's law gives the request rate
+    lambda = B / ((o-1) tau) and the prefill tokens needed per iteration B*s/(o-1), which must
+    fit the token budget left after the decode tokens (C - B). The prefill of one prompt takes
+    s / (C - B) mixed iterations (the last one carrying only the remainder). N = B + lambda * TTFT
+    closes the loop; we bisect on B. When the budget cannot keep up (B at saturation), the
+    remaining requests queue and TTFT = (N - B) / lambda.
+
+    Then the arrival waves (`wave_size`): requests that finish in the same iteration are
+    replaced together, so prompts arrive in waves of G and wait for the wave's prefill
+    (`wave_ttft`); TTFT is the larger of the two. A lockstep wave (G = N) also stretches TPOT:
+    the prompts prefilled early wait for the rest of the wave, then all N decode together, which
+    adds the wave's mean prefill wait spread over the o-1 decode steps; TPOT moves from the
+    steady state towards that in proportion (G - 1) / (N - 1).
     """
     N = np.asarray(concurrency, dtype=float) + np.zeros(len(plans))
     s, o = wl.input_tokens, wl.output_tokens  # scalars, or arrays over the plans
@@ -485,18 +526,15 @@ def closed_loop(
     tau, lam, ttft = state(b)
     queued = (N - b - lam * ttft) > 1e-6 * N
     ttft = np.where(queued, (N - b) / lam, ttft)
-    if engine.burst_share > 0:
-        # a lockstep wave: N prompts arrive together, are prefilled one budget after another
-        # (mean wait: burst_ttft), and the prompts prefilled early wait, undecoded, for the rest
-        # of the wave's prefill; then all N decode together. Spread over the o-1 decode steps
-        # that adds the wave's mean prefill wait to each step: TPOT = tau_d(N) + wait / (o-1).
-        burst = burst_ttft(arch, hw, plans, wl, N, engine)
+    G = wave_size(N, engine)
+    if np.any(G > 1.0):
+        wave = wave_ttft(arch, hw, plans, wl, N, G, engine)
         full = plans.with_batch(np.maximum(N, 1e-9))
         tau_full, _ = cycle(arch, hw, full, Load.decode(np.maximum(N, 1e-9), wl.decode_context), engine)
-        wait = burst - engine.request_overhead_ms * 1e-3
-        share = engine.burst_share
-        ttft = share * burst + (1.0 - share) * ttft
-        tau = share * (tau_full + wait / o1) + (1.0 - share) * tau
+        lockstep = np.where(N > 1.0, (G - 1.0) / np.maximum(N - 1.0, 1e-9), 0.0)
+        wait = wave - engine.request_overhead_ms * 1e-3
+        ttft = np.maximum(ttft, wave)
+        tau = (1.0 - lockstep) * tau + lockstep * (tau_full + wait / o1)
         lam = N / (ttft + o1 * tau)  # Little's law over the whole closed loop
     mem = memory(arch, hw, plans.with_batch(N), s + o, np.minimum(N + C, N * (s + 1)), engine)
     return ClosedLoop(
