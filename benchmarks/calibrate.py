@@ -37,7 +37,7 @@ def robust_loss(log_ttft_err: np.ndarray, log_tpot_err: np.ndarray) -> float:
     also the statistic the accuracy target is stated in), plus a tenth of the mean |log error|
     with each row capped at log 3, which keeps the surface from being flat between medians.
     Rows off by more than 3x show behaviour the model does not describe (server-side
-    queueing, preemption, a streaming front end at its limit) and must not pull the fit."""
+    queueing, preemption, TTFT jumps the model does not explain) and must not pull the fit."""
     cap = np.log(TRIM_FACTOR)
     lt, lp = np.abs(log_ttft_err), np.abs(log_tpot_err)
     return float(np.median(lt) + np.median(lp)
