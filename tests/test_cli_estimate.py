@@ -129,6 +129,12 @@ def test_concurrency_closed_loop():
     # loop, arrival waves included)
     per_request_s = (d["ttft_ms"] + 127 * d["tpot_ms"]) / 1e3
     assert d["throughput_qps"] == pytest.approx(32 / per_request_s, rel=0.1)
+    # the note names the arrival-wave size the engine's calibration gives at N = 32
+    from solver.perf.calibration import engine_params
+
+    e = engine_params(None)  # the default engine (vLLM)
+    g = min(32.0, max(1.0, e.wave_size_coefficient * 32 ** e.wave_size_exponent))
+    assert any(f"prompts arrive in waves of {g:.1f} " in n for n in d["notes"]), d["notes"]
 
 
 def test_table_format():

@@ -131,7 +131,10 @@ def estimate(
                                       (cl_st, output_tokens * float(cl.tpot_ms[0]) / 1e3)),
             notes=notes + [f"closed loop: {concurrency} requests in flight; "
                            f"{float(cl.decode_batch[0]):.1f} decoding on average; "
-                           f"token budget {engine.max_batched_tokens} per iteration"],
+                           f"token budget {engine.max_batched_tokens} per iteration; "
+                           f"prompts arrive in waves of "
+                           f"{float(rt.wave_size(float(concurrency), engine)):.1f} "
+                           f"({engine.wave_size_coefficient:g} x N^{engine.wave_size_exponent:g})"],
         )
 
     B = float(batch)  # type: ignore[arg-type]
