@@ -90,7 +90,13 @@ def build_rows(
     return blocks
 
 
-def evaluate(arch: ModelArch, hw: HardwareTable, blocks, block_rows: int) -> dict[str, int]:
+PREDICTED = ("prefill_ms", "decode_step_ms", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+             "tpot_p99_ms", "capacity_qps", "tokens_per_s", "utilization")
+
+
+def evaluate(arch: ModelArch, hw: HardwareTable, blocks, block_rows: int,
+             keep: dict[str, list] | None = None) -> dict[str, int]:
+    """Counts of valid / fitting / SLO-meeting rows; with `keep`, each predicted array too."""
     counts = {"rows": 0, "valid": 0, "fits": 0, "slo_ok": 0, "feasible": 0}
     for role, (s, o), plans in blocks:
         wl = rt.Workload(s, o)
@@ -105,6 +111,11 @@ def evaluate(arch: ModelArch, hw: HardwareTable, blocks, block_rows: int) -> dic
             counts["fits"] += int((r.fits & valid).sum())
             counts["slo_ok"] += int((r.slo_ok & valid).sum())
             counts["feasible"] += int(feasible.sum())
+            if keep is not None:
+                for name in PREDICTED:
+                    keep.setdefault(name, []).append(np.asarray(getattr(r, name), dtype=float))
+                keep.setdefault("memory_gib", []).append(rt.memory_gib(r.memory))
+                keep.setdefault("feasible", []).append(feasible)
     return counts
 
 
@@ -123,6 +134,8 @@ def main(argv=None) -> int:
     ap.add_argument("--roofline-only", action="store_true", help="without measured tables")
     ap.add_argument("--model", default=MODEL)
     ap.add_argument("--routing", default=None, help="MoE routing spec, as estimate --routing")
+    ap.add_argument("--dump", metavar="FILE.npz", default=None,
+                    help="also write every predicted array (for before/after comparisons)")
     a = ap.parse_args(argv)
 
     t0 = time.perf_counter()
@@ -140,7 +153,8 @@ def main(argv=None) -> int:
     prof = cProfile.Profile() if a.profile else None
     if prof:
         prof.enable()
-    counts = evaluate(arch, hw, blocks, a.block)
+    keep: dict[str, list] | None = {} if a.dump else None
+    counts = evaluate(arch, hw, blocks, a.block, keep)
     if prof:
         prof.disable()
     t2 = time.perf_counter()
@@ -161,6 +175,9 @@ def main(argv=None) -> int:
     print(f"rows per second  {counts['rows'] / (t2 - t1):,.0f}")
     ok = (t2 - t0) <= 10.0 and peak_rss_gib() <= 1.5
     print(f"target (<= 10 s, <= 1.5 GiB): {'met' if ok else 'MISSED'}")
+    if keep is not None:
+        np.savez_compressed(a.dump, **{k: np.concatenate(v) for k, v in keep.items()})
+        print(f"predictions      {a.dump}")
     if prof:
         out = io.StringIO()
         pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(20)
