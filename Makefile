@@ -22,6 +22,7 @@ plan: $(STAMP)
 	$(BIN)/fleetplan plan $(PROBLEM)
 
 test: $(STAMP)
+	$(BIN)/ruff check solver tests benchmarks
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)

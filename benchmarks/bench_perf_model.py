@@ -36,15 +36,16 @@ import time
 
 import numpy as np
 
-from solver import catalog
+from solver.catalog import shipped
+from solver.catalog.calibration import engine_params as _engine_params
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
-from solver.perf.calibration import engine_params as _engine_params
 
 ENGINE = _engine_params("vllm")
-from solver.perf.calibration import engine_params, measured_tables
+from solver.catalog.calibration import engine_params
 from solver.perf.tables import HardwareTable, Plans
 from solver.perf.validity import valid_mask
+from solver.profiles.tables import measured_tables
 from solver.schema.routing import Routing
 
 MODEL = "llama-3.1-70b"
@@ -140,9 +141,9 @@ def main(argv=None) -> int:
 
     t0 = time.perf_counter()
     routing = Routing.from_spec(a.routing) if a.routing else None
-    arch = ModelArch.from_card(catalog.model_card(a.model)).with_routing(routing)
-    names = catalog.names("hardware")
-    cards = [catalog.hardware_card(n) for n in names]
+    arch = ModelArch.from_card(shipped.model_card(a.model)).with_routing(routing)
+    names = shipped.names("hardware")
+    cards = [shipped.hardware_card(n) for n in names]
     # the full model: the vLLM calibration and measured tables (H100/H200), roofline elsewhere
     hw = HardwareTable.from_cards(
         cards, engine=engine_params("vllm"),

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from solver.fleet.solve import SolveOptions  # noqa: E402
-from solver.plan import plan  # noqa: E402
-from solver.problem import derive, load_problem  # noqa: E402
+from solver.plan.planner import plan  # noqa: E402
+from solver.problem.load import derive, load_problem  # noqa: E402
 from solver.questions.frontier import frontier  # noqa: E402
 from solver.questions.price import price_sweep  # noqa: E402
 

@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from solver import catalog
+from solver.accuracy.fit import EFFICIENCY_FIELDS, FIT_BOUNDS, fit_engine
+from solver.accuracy.validate import parse_measured, predict_rows
+from solver.catalog import shipped
+from solver.catalog.calibration import load_calibration
 from solver.perf.arch import ModelArch
-from solver.perf.calibration import EFFICIENCY_FIELDS, FIT_BOUNDS, fit_engine, load_calibration
-from solver.perf.engine import EngineParams
-from solver.validate import parse_measured, predict_rows
+from solver.schema.engine import EngineParams
 
 ROOT = Path(__file__).resolve().parent.parent
 FIT_SYSTEM = "h100_sxm"
@@ -45,7 +46,7 @@ def robust_loss(log_ttft_err: np.ndarray, log_tpot_err: np.ndarray) -> float:
 
 
 def _dense(model: str) -> bool:
-    return ModelArch.from_card(catalog.model_card(model)).moe_layers == 0
+    return ModelArch.from_card(shipped.model_card(model)).moe_layers == 0
 
 
 def _errors(rows, ttft, tpot) -> dict:

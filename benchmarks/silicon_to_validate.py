@@ -69,12 +69,12 @@ def _measured(source: str) -> str:
 def _plan_ok(model: str, tp: int, pp: int, ep: int, dp: int) -> str | None:
     """None if fleetplan can represent the plan, else why not (the sample also holds plans with
     other conventions, e.g. tp=72 world sizes for DeepSeek on NVL72)."""
-    from solver import catalog
+    from solver.catalog import shipped
     from solver.perf.arch import ModelArch
     from solver.perf.tables import Plans
     from solver.perf.validity import invalid_reasons
 
-    arch = ModelArch.from_card(catalog.model_card(model))
+    arch = ModelArch.from_card(shipped.model_card(model))
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=max(dp, 1), wprec=0, kvprec=0)
     bad = [k for k, m in invalid_reasons(arch, plans).items() if m[0]]
     return f"plan not representable ({', '.join(bad)})" if bad else None

@@ -15,7 +15,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from solver.batch.work import Flow, Planned, plan_one
 from solver.errors import InputError
-from solver.problem import ResolvedProblem
+from solver.problem.load import ResolvedProblem
 
 Task = tuple[int, ResolvedProblem]
 Done = Callable[[int, Planned], None]

@@ -11,12 +11,18 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from solver import __version__, catalog
+from solver import __version__
 from solver.batch.work import Flow
+from solver.catalog import shipped
+from solver.catalog.calibration import DEFAULT_ENGINE, calibration_path
 from solver.errors import InputError
-from solver.perf.calibration import DEFAULT_ENGINE, calibration_path
-from solver.problem import ResolvedProblem
-from solver.profiles.format import FAMILIES, csv_path_of, profile_folder, read_provenance
+from solver.problem.load import ResolvedProblem
+from solver.profiles.format import (
+    FAMILIES,
+    csv_path_of,
+    profile_folder,
+    read_provenance,
+)
 
 SUFFIXES = (".yaml", ".yml")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -52,7 +58,7 @@ def discover(refs: Iterable[str], recursive: bool = False) -> list[Path]:
                 raise InputError(f"{ref}: no such file or folder")
             found.append(Path(ref))
         else:
-            found.append(catalog.resolve("problems", ref))  # a shipped problem's name
+            found.append(shipped.resolve("problems", ref))  # a shipped problem's name
     unique: dict[Path, Path] = {}
     for p in found:
         unique.setdefault(p.resolve(), p)
@@ -89,7 +95,7 @@ def file_keys(paths: list[Path]) -> list[str]:
 
 
 def variant_key(file_key: str, values: tuple[tuple[str, float], ...]) -> str:
-    from solver.sweep import format_value
+    from solver.schema.sweep import format_value
 
     if not values:
         return file_key
@@ -111,7 +117,7 @@ def _card_file(kind: str, ref: Any, base: Path | None) -> str:
     if not isinstance(ref, str):
         return "inline"
     try:
-        return _sha_file(catalog.resolve(kind, ref, base))  # type: ignore[arg-type]
+        return _sha_file(shipped.resolve(kind, ref, base))  # type: ignore[arg-type]
     except InputError:
         return "missing"
 

@@ -27,11 +27,11 @@ from solver.batch.progress import Progress
 from solver.batch.work import Flow, Planned
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
-from solver.problem import ResolvedProblem, load_problem
+from solver.problem.load import ResolvedProblem, load_problem
+from solver.problem.sweep import expand
 from solver.report import batch_views as views
 from solver.report.plan_views import to_json
 from solver.schema.batch import PLANNED, BatchRecord, BatchSummary, Counts, SummaryRow
-from solver.sweep import expand
 
 RESULTS = "results"  # folder of the per-problem files inside --out
 

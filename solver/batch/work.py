@@ -14,8 +14,8 @@ from solver import __version__
 from solver.decision.record import decide
 from solver.errors import FleetplanError, InputError
 from solver.fleet.solve import SolveOptions
-from solver.plan import plan
-from solver.problem import ResolvedProblem
+from solver.plan.planner import plan
+from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
 
 

@@ -20,15 +20,16 @@ from collections import Counter
 
 import numpy as np
 
-from solver.candidates import COLOCATED, DECODE, PREFILL, ROLES, CandidateSet
+from solver.candidates.table import CandidateSet
 from solver.decision.bands import error_band
-from solver.fleet.solve import SolveOptions
-from solver.plan import plan
-from solver.problem import ResolvedProblem, resolve
 from solver.errors import FleetplanError
+from solver.fleet.solve import SolveOptions
+from solver.plan.planner import plan
+from solver.problem.load import ResolvedProblem, resolve
 from solver.schema.decision import Alternative, Fallback
 from solver.schema.problem import Problem
 from solver.schema.result import PlanResult
+from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 
 MAX_DEVICE_TYPE_RUNNERS = 2
 

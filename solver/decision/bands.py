@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.perf.calibration import DEFAULT_ENGINE, ValidationGroup, load_calibration
-from solver.problem import ResolvedProblem
+from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
+from solver.problem.load import ResolvedProblem
+from solver.schema.calibration import ValidationGroup
 from solver.schema.decision import PoolBand, SloCheck, Uncertainty
 from solver.schema.result import PlanResult
 

@@ -7,16 +7,15 @@ import hashlib
 from pathlib import Path
 
 from solver import __version__
-from solver.candidates import build_candidates
+from solver.candidates.build import build_candidates
 from solver.decision.alternatives import fallback, runners_up
 from solver.decision.bands import plan_uncertainty
 from solver.decision.validity import MAX_SOLVES, validity
 from solver.fleet.solve import SolveOptions
-from solver.plan import plan
-from solver.problem import ResolvedProblem
+from solver.plan.planner import plan
+from solver.problem.load import ResolvedProblem
 from solver.schema.decision import DecisionRecord
 from solver.schema.result import PlanResult
-
 
 WHAT_IF_LIMIT_S = 5.0
 

@@ -20,11 +20,12 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
-from solver.candidates import CandidateSet, reprice
+from solver.candidates.build import reprice
+from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
 from solver.fleet.solve import SolveOptions
-from solver.plan import REMEASURE_AFTER_DAYS, plan
-from solver.problem import ResolvedProblem, derive
+from solver.plan.planner import REMEASURE_AFTER_DAYS, plan
+from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
 from solver.schema.result import PlanResult
 

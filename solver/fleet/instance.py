@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from solver.candidates import COLOCATED, DECODE, PREFILL, CandidateSet
+from solver.candidates.table import CandidateSet
 from solver.fleet import integerize as ints
-from solver.problem import ResolvedProblem
+from solver.problem.load import ResolvedProblem
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 
 @dataclass(frozen=True)

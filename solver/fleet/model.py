@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.candidates import COLOCATED, DECODE, PREFILL
 from solver.fleet import integerize as ints
 from solver.fleet import survive
 from solver.fleet.instance import FleetInstance
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 LinearExpr = cp_model.LinearExpr
 MAX_CUTS = 64  # minimal cuts per service and site posted as rows; more: route variables

@@ -29,7 +29,6 @@ from solver.fleet import integerize as ints
 from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
 
-
 LINEARIZATION = 2
 
 

@@ -69,9 +69,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.candidates import COLOCATED, DECODE, PREFILL
 from solver.fleet import integerize as ints
 from solver.fleet.instance import FleetInstance
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 if TYPE_CHECKING:
     from solver.fleet.model import FleetModel

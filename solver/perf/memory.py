@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.perf.arch import ModelArch
-from solver.perf.engine import EngineParams
 from solver.perf.tables import ACT_BYTES, GIB, PRECISION_BYTES, HardwareTable, Plans
+from solver.schema.engine import EngineParams
 
 
 @dataclass(frozen=True, slots=True)

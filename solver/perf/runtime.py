@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.perf.arch import ModelArch
-from solver.perf.engine import EngineParams
 from solver.perf.memory import Memory, memory
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, PRECISION_BYTES, HardwareTable, Plans
+from solver.schema.engine import EngineParams
 
 Z99 = 2.3263478740408408  # standard normal 99th percentile
 

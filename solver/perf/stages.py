@@ -28,9 +28,9 @@ import numpy as np
 
 from solver.perf import ops
 from solver.perf.arch import ModelArch
-from solver.perf.engine import EngineParams
 from solver.perf.tables import ACT_BYTES, PRECISION_BYTES, HardwareTable, Plans
 from solver.profiles import EXTRAPOLATED, ROOFLINE, Estimate, SourceTally, hooks
+from solver.schema.engine import EngineParams
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from typing import Sequence
 
 import numpy as np
 
-from solver.perf.engine import EngineParams
 from solver.profiles import ProfileSet
 from solver.schema.cards import PRECISIONS, HardwareCard, Precision
+from solver.schema.engine import EngineParams
 
 GIB = 1024.0**3
 

@@ -7,8 +7,9 @@
 Modules: `format` (files and provenance), `interp` (grids, interpolation, source codes),
 `roofline` (plain bounds used for extrapolation), `operators` (per-hardware query API),
 `hooks` (terms for the stage model), `aic` (aiconfigurator-core importer), `collect` (own
-measurements with PyTorch), `shapes` (what the
-model cards need), `loo` (leave-one-out accuracy), `cli` (the `profiles` command).
+measurements with PyTorch), `shapes` (what the model cards need), `loo` (leave-one-out
+accuracy), `tables` (the tables of a set of cards). The `profiles` command is
+`solver/cli/profiles.py`.
 """
 
 from solver.profiles.interp import (
@@ -22,15 +23,7 @@ from solver.profiles.interp import (
 )
 from solver.profiles.operators import OperatorProfiles, ProfileSet
 
-
-def cli_import(args) -> int:
-    """`fleetplan profiles import-aic ...` (argparse namespace from `cli.add_parser`)."""
-    from solver.profiles.cli import cli_import as _run
-
-    return _run(args)
-
-
 __all__ = [
     "EXTRAPOLATED", "INTERPOLATED", "MEASURED", "ROOFLINE", "SOURCE_NAMES", "Estimate",
-    "SourceTally", "OperatorProfiles", "ProfileSet", "cli_import",
+    "SourceTally", "OperatorProfiles", "ProfileSet",
 ]

@@ -43,7 +43,13 @@ from solver.profiles.format import (
     sha256_text,
     write_profile,
 )
-from solver.profiles.shapes import AttentionGroup, attention_groups, bracket, gemm_shapes, moe_shapes
+from solver.profiles.shapes import (
+    AttentionGroup,
+    attention_groups,
+    bracket,
+    gemm_shapes,
+    moe_shapes,
+)
 
 CONVERTER = "fleetplan solver.profiles.aic/1"
 AIC_URL = "https://github.com/ai-dynamo/aiconfigurator"
@@ -253,10 +259,10 @@ class Converted:
 
 
 def _cards(models: Sequence[str] | None):
-    from solver import catalog
+    from solver.catalog import shipped
 
-    names = list(models) if models else catalog.names("models")
-    return [catalog.model_card(n) for n in names]
+    names = list(models) if models else shipped.names("models")
+    return [shipped.model_card(n) for n in names]
 
 
 def _dominant(rows: Iterable[dict], column: str) -> str | None:

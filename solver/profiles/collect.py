@@ -51,7 +51,13 @@ from typing import Callable, Iterable, Sequence
 
 from solver import __version__
 from solver.errors import InputError
-from solver.profiles.format import FAMILIES, Provenance, csv_text, sha256_text, write_profile
+from solver.profiles.format import (
+    FAMILIES,
+    Provenance,
+    csv_text,
+    sha256_text,
+    write_profile,
+)
 
 COLLECTOR = f"fleetplan solver.profiles.collect/1 (fleetplan {__version__})"
 DEFAULT_FRAMEWORK = "torch-eager"
@@ -137,11 +143,11 @@ def quick_shapes() -> Shapes:
 
 def default_shapes(models: Sequence[str] | None = None) -> Shapes:
     """The grid the shipped model cards need (per device, TP 1/2/4/8), as the importer keeps."""
-    from solver import catalog
+    from solver.catalog import shipped
     from solver.profiles.shapes import attention_groups, gemm_shapes
 
-    names = list(models) if models else catalog.names("models")
-    cards = [catalog.model_card(n) for n in names]
+    names = list(models) if models else shipped.names("models")
+    cards = [shipped.model_card(n) for n in names]
     nk = sorted({(s.n, s.k) for c in cards for s in gemm_shapes(c)})
     groups = sorted({(g.num_heads, g.num_kv_heads, g.head_dim) for c in cards for g in attention_groups(c)})
     m = (1, 2, 4, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072,

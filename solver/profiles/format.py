@@ -333,7 +333,7 @@ def load_table(csv_path: Path, verify: bool = True) -> ProfileTable:
 
 def shipped_root() -> Path:
     """`hardware/profiles/` of the checkout, or `solver/_data/hardware/profiles` installed."""
-    from solver.catalog import data_dir
+    from solver.catalog.shipped import data_dir
 
     return data_dir("hardware") / "profiles"
 

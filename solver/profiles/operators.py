@@ -22,7 +22,13 @@ import numpy as np
 
 from solver.errors import InputError
 from solver.profiles import roofline as rl
-from solver.profiles.format import FAMILIES, Provenance, csv_path_of, load_table, profile_folder
+from solver.profiles.format import (
+    FAMILIES,
+    Provenance,
+    csv_path_of,
+    load_table,
+    profile_folder,
+)
 from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, split_by_keys
 from solver.schema.cards import PRECISIONS, HardwareCard
 
@@ -114,7 +120,7 @@ class OperatorProfiles:
         """The profiles under `<root>/<hardware>/<framework>/` (root: FLEETPLAN_PROFILES or the
         shipped `hardware/profiles`). No folder: an empty set (every query roofline-only)."""
         if isinstance(hardware, str):
-            from solver.catalog import hardware_card
+            from solver.catalog.shipped import hardware_card
 
             card = hardware_card(hardware)
         else:

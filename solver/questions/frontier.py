@@ -23,7 +23,7 @@ points that are only feasible (a gap) can also be dominated by a cheaper, larger
 from __future__ import annotations
 
 from solver.fleet.solve import SolveOptions
-from solver.problem import ResolvedProblem
+from solver.problem.load import ResolvedProblem
 from solver.questions.replan import Replanner
 from solver.schema.questions import FrontierPoint, FrontierResult, TrafficLimit
 from solver.schema.result import PlanResult

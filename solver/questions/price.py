@@ -23,10 +23,16 @@ from __future__ import annotations
 
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
-from solver.problem import ResolvedProblem
+from solver.problem.load import ResolvedProblem
 from solver.questions.replan import Replanner
 from solver.schema.problem import MAX_PRICE
-from solver.schema.questions import Compare, PriceChange, PricePoint, PriceRange, PriceSweepResult
+from solver.schema.questions import (
+    Compare,
+    PriceChange,
+    PricePoint,
+    PriceRange,
+    PriceSweepResult,
+)
 from solver.schema.result import PlanResult
 
 MAX_STEPS = 1000

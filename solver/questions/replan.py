@@ -7,10 +7,11 @@ from collections.abc import Mapping
 from typing import Literal
 
 from solver import __version__
-from solver.candidates import CandidateSet, build_candidates, reprice
+from solver.candidates.build import build_candidates, reprice
+from solver.candidates.table import CandidateSet
 from solver.fleet.solve import SolveOptions
-from solver.plan import plan
-from solver.problem import ResolvedProblem, derive
+from solver.plan.planner import plan
+from solver.problem.load import ResolvedProblem, derive
 from solver.schema.questions import QuestionSolverInfo
 from solver.schema.result import PlanResult
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from solver.report.text import table
 from solver.schema.batch import PLANNED, BatchSummary, SummaryRow
-from solver.sweep import format_value
+from solver.schema.sweep import format_value
 
 PIVOT_VALUES = ("cost_per_hour", "objective", "total_devices", "power_kw")
 

@@ -4,70 +4,32 @@ One file: inline CSS, plots embedded as base64 PNG data URIs, no script, no exte
 it prints cleanly. Every string that can come from a problem file (problem, service, model and
 hardware names) is escaped where it is written.
 
-Formatting only, with one exception that is part of the report's contract: `report_frontier`
-runs a small cost-vs-traffic frontier of the same problem (`solver.questions.frontier`, a few
-traffic levels, each one CP-SAT plan through the ordinary flow and verifier) for the frontier
-section. Everything else comes from the plan document.
+Formatting only: everything comes from the plan document and, for the frontier section, the
+`FrontierSection` the caller computed (`solver/questions/report_frontier.py`: a small
+cost-vs-traffic frontier of the same problem).
 """
 
 from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
-from solver.errors import FleetplanError
 from solver.report import plots
 from solver.report.breakdown import (
-    CostBreakdown, LatencyRow, cost_breakdown, latency_rows, parallel_text,
+    CostBreakdown,
+    LatencyRow,
+    cost_breakdown,
+    latency_rows,
+    parallel_text,
 )
 from solver.report.decision_views import decision_paragraph, uncertainty_lines
 from solver.report.question_views import mix_text
 from solver.schema.decision import DecisionRecord, Interval
-from solver.schema.questions import FrontierResult
+from solver.schema.questions import FrontierSection
 from solver.schema.result import PlanResult, Pool
 
-if TYPE_CHECKING:  # the solver is imported only when the frontier runs
-    from solver.fleet.solve import SolveOptions
-    from solver.problem import ResolvedProblem
-
 FLAG = "--format html"
-REPORT_FRONTIER_POINTS = 5  # traffic levels of the report's frontier
-REPORT_FRONTIER_TIME_LIMIT_S = 10.0  # per frontier plan, at most (the plan's own limit if lower)
-
-
-@dataclass(frozen=True)
-class FrontierSection:
-    """The report's frontier: the document, or why there is none."""
-
-    result: FrontierResult | None
-    note: str
-
-
-def report_frontier(rp: ResolvedProblem, doc: PlanResult, opts: SolveOptions,
-                    timings: bool = True) -> FrontierSection:
-    """A small frontier of the plan's problem for the report: REPORT_FRONTIER_POINTS levels up
-    to the most traffic the problem's limits allow (or its demand when nothing limits it), each
-    plan with at most REPORT_FRONTIER_TIME_LIMIT_S seconds. Skipped for an infeasible plan; a
-    failure is reported in the section instead of failing the report."""
-    from solver.fleet.solve import SolveOptions
-    from solver.questions.frontier import any_feasible, frontier
-
-    if doc.status == "infeasible":
-        return FrontierSection(None, "not computed: the problem has no plan")
-    small = SolveOptions(time_limit_s=min(opts.time_limit_s, REPORT_FRONTIER_TIME_LIMIT_S),
-                         seed=opts.seed, workers=opts.workers, tiebreak_work=opts.tiebreak_work)
-
-    try:
-        fr = frontier(rp, REPORT_FRONTIER_POINTS, None, small, timings)
-    except FleetplanError as exc:
-        return FrontierSection(None, f"not computed: the frontier failed ({exc})")
-    if not any_feasible(fr):
-        return FrontierSection(fr, "no traffic level of the sweep has a plan")
-    return FrontierSection(fr, f"{len(fr.points)} traffic levels, each the cheapest fleet serving at "
-                           f"least that traffic (one CP-SAT plan per level, at most "
-                           f"{small.time_limit_s:g} s each; fleetplan frontier draws more)")
 
 
 # ---- markup helpers ----------------------------------------------------------------------------
@@ -426,7 +388,7 @@ def _figures(doc: PlanResult) -> str:
 
 
 def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
-    """The report. `frontier`: from `report_frontier` (None: the section says it was not run)."""
+    """The report. `frontier`: from `solver/questions/report_frontier.py` (None: the section says it was not run)."""
     plots.require_matplotlib(FLAG)
     feasible = doc.status != "infeasible"
     sections: list[tuple[str, str, str]] = []

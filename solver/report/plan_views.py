@@ -267,4 +267,4 @@ def _html(doc: PlanResult) -> str:
 RENDERERS = {"table": to_table, "json": to_json, "yaml": to_yaml, "markdown": to_markdown,
              "html": _html}
 """Format name -> renderer of a plan document. `html` here renders without the frontier
-section; `fleetplan plan --format html` adds it (`report.html.report_frontier`)."""
+section; `fleetplan plan --format html` adds it (`solver/questions/report_frontier.py`)."""

@@ -5,7 +5,12 @@ from __future__ import annotations
 import json
 
 from solver.report.text import table
-from solver.schema.questions import FrontierPoint, FrontierResult, PriceSweepResult, QuestionSolverInfo
+from solver.schema.questions import (
+    FrontierPoint,
+    FrontierResult,
+    PriceSweepResult,
+    QuestionSolverInfo,
+)
 
 
 def to_json(doc: FrontierResult | PriceSweepResult) -> str:

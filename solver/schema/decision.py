@@ -8,16 +8,12 @@ the plan stays the best, with what to re-measure and when.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from solver.schema.base import Strict
-
-if TYPE_CHECKING:  # result.py imports this module and resolves "Pool" (model_rebuild there)
-    from solver.schema.result import Pool
-
-Role = Literal["prefill", "decode", "colocated"]
+from solver.schema.pool import Pool, Role
 
 Metric = Literal["ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"]
 
@@ -76,7 +72,7 @@ class Fallback(Strict):
     cost_per_hour: float | None
     delta_cost_pct: float | None = Field(description="vs the winner")
     devices_by_type: dict[str, int]
-    pools: list["Pool"]
+    pools: list[Pool]
     infeasible_because: list[str] = Field(default_factory=list)
 
 

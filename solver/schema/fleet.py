@@ -18,21 +18,18 @@ deployment and the cost of switching away from it.
     transition: {per_device_moved_usd: 20, per_instance_resharded_usd: 50,
                  drained_hours_per_change: 0.5, horizon_hours: 720}
 
-Cross-field checks (names that must exist) are made by `check_fleet_fields`, called from the
+Cross-field checks (names that must exist) are made by `check_fleet_fields` in `problem.py`, called from the
 Problem's model validator, so that every error names the offending field and line.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
 from solver.schema.base import FieldError, Strict
-
-if TYPE_CHECKING:
-    from solver.schema.problem import Problem
 
 MAX_SITES = 64
 MAX_LOSE_INSTANCES = 16
@@ -168,52 +165,3 @@ class Transition(Strict):
     per_instance_resharded_usd: float = Field(0.0, ge=0, le=1e7)
     drained_hours_per_change: float = Field(0.0, ge=0, le=1e4)
     horizon_hours: float = Field(gt=0, le=1e6)
-
-
-def check_fleet_fields(p: Problem) -> None:
-    """Names used by sites, services[].sites, survive and current must exist."""
-    hw_names = [h.name for h in p.hardware]
-    site_names = [s.name for s in p.sites or []]
-    for i, s in enumerate(p.sites or []):
-        if s.name in site_names[:i]:
-            raise FieldError(f"site name '{s.name}' repeats sites[{site_names.index(s.name)}].name; "
-                             "site names must be unique", ("sites", i, "name"))
-        for j, h in enumerate(s.hardware):
-            if h.type not in hw_names:
-                raise FieldError(f"hardware type '{h.type}' is not in hardware: ({', '.join(hw_names)})",
-                                 ("sites", i, "hardware", j, "type"))
-    for i, svc in enumerate(p.services):
-        if svc.sites is None:
-            continue
-        if not p.sites:
-            raise FieldError("services[].sites needs a top-level sites: list", ("services", i, "sites"))
-        for j, name in enumerate(svc.sites):
-            if name not in site_names:
-                raise FieldError(f"site '{name}' is not in sites: ({', '.join(site_names)})",
-                                 ("services", i, "sites", j))
-            if name in svc.sites[:j]:
-                raise FieldError(f"site '{name}' repeats", ("services", i, "sites", j))
-    survive = p.constraints.survive
-    if survive is not None and survive.lose_site and len(site_names) < 2:
-        raise FieldError("lose_site needs at least two sites in sites:",
-                         ("constraints", "survive", "lose_site"))
-    if (p.current is None) != (p.transition is None):
-        given, missing = ("current", "transition") if p.current is not None else ("transition", "current")
-        raise FieldError(f"{given}: needs {missing}: too (the deployment today and the cost of "
-                         "switching go together)", (given,))
-    if p.transition is not None and p.objective != "min_cost":
-        raise FieldError("transition planning compares hourly costs; it needs objective: min_cost",
-                         ("transition",))
-    svc_names = [s.name for s in p.services]
-    for i, cp in enumerate(p.current or []):
-        if cp.service not in svc_names:
-            raise FieldError(f"service '{cp.service}' is not in services: ({', '.join(svc_names)})",
-                             ("current", i, "service"))
-        if cp.hardware not in hw_names:
-            raise FieldError(f"hardware type '{cp.hardware}' is not in hardware: ({', '.join(hw_names)})",
-                             ("current", i, "hardware"))
-        if site_names and cp.site is None:
-            raise FieldError("the problem has sites: a current pool needs its site", ("current", i))
-        if cp.site is not None and cp.site not in site_names:
-            where = f"sites: ({', '.join(site_names)})" if site_names else "sites: (none given)"
-            raise FieldError(f"site '{cp.site}' is not in {where}", ("current", i, "site"))

@@ -157,3 +157,11 @@ class PriceSweepResult(Strict):
     ranges: list[PriceRange]
     changes: list[PriceChange]
     solver: QuestionSolverInfo
+
+
+class FrontierSection(Strict):
+    """The HTML report's frontier section: the frontier document, or why there is none
+    (computed by `solver/questions/report_frontier.py`, rendered by `solver/report/html.py`)."""
+
+    result: FrontierResult | None
+    note: str

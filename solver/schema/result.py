@@ -7,69 +7,13 @@ problem that uses none of them gives the same document as before they existed.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import Field, model_serializer
+from pydantic import Field
 
 from solver.schema.base import Strict
-from solver.schema.cards import Precision
-from solver.schema.decision import DecisionRecord, Fallback
-
-Role = Literal["prefill", "decode", "colocated"]
-
-
-class Doc(Strict):
-    """A result model whose fields named in `_omit_when_none` are left out when None."""
-
-    _omit_when_none: ClassVar[frozenset[str]] = frozenset()
-
-    @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: Any) -> Any:
-        data = handler(self)
-        if isinstance(data, dict):
-            for k in self._omit_when_none:
-                if k in data and data[k] is None:
-                    del data[k]
-        return data
-
-
-class Predicted(Strict):
-    ttft_ms: float | None = Field(description="p50 TTFT at the planned load")
-    tpot_ms: float | None = Field(description="p50 TPOT at the planned load")
-    memory_gib_per_device: float
-    # extensions
-    ttft_p99_ms: float | None = None
-    tpot_p99_ms: float | None = None
-
-
-class Pool(Doc):
-    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms"})
-
-    role: Role
-    hardware: str
-    tp: int
-    pp: int
-    ep: int
-    dp: int
-    devices_per_instance: int
-    instances: int
-    devices: int
-    batch: int
-    capacity_qps: float
-    cost_per_hour: float
-    predicted: Predicted
-    # extensions
-    precision: Precision
-    chunk_tokens: int | None = Field(None, description="colocated: prefill tokens per iteration")
-    power_kw: float
-    capacity_qps_per_instance: float
-    # fleet extensions
-    site: str | None = Field(None, description="the site of the pool (problems with sites)")
-    kv_link_gb_s: float | None = Field(
-        None, description="prefill pools of heterogeneous services: the KV link the TTFT was "
-        "computed for (GB/s per device); absent: the pool's own card's scale-out link")
-    kv_link_latency_us: float | None = None
-    kv_transfer_ms: float | None = Field(None, description="KV transfer of a mean prompt, in TTFT")
+from solver.schema.decision import DecisionRecord
+from solver.schema.pool import Doc, Pool, Predicted, Role
 
 
 class KvRoute(Doc):
@@ -349,6 +293,4 @@ class PlanResult(Doc):
     transition: TransitionResult | None = None
 
 
-Fallback.model_rebuild(_types_namespace={"Pool": Pool})
-DecisionRecord.model_rebuild()
 PlanResult.model_rebuild()

@@ -18,7 +18,14 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any, Union
 
-from pydantic import AfterValidator, BeforeValidator, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    model_validator,
+)
 
 from solver.schema.base import Strict
 
@@ -26,6 +33,11 @@ MAX_SWEEP_VALUES = 1000  # values of one axis
 MAX_SWEEP_AXES = 8
 MAX_SWEEP_VARIANTS = 10_000  # planned problems from one file (the product of the axes)
 VALUE_DECIMALS = 6  # range values are rounded to this many decimals (no 0.30000000000000004)
+
+
+def format_value(v: float) -> str:
+    """A value as it appears in a variant name: whole numbers without a decimal point."""
+    return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else repr(float(v))
 
 
 def _number(v: Any) -> Any:

@@ -1,0 +1,1 @@
+"""Accuracy: predictions against measured benchmarks (validate) and the calibration fit."""

@@ -1,0 +1,199 @@
+"""`fleetplan validate`: predict measured benchmark points and report the error.
+
+Input: a CSV with the columns model, hardware, precision, mode, input_tokens, output_tokens,
+concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC). Each row is a
+closed-loop benchmark of one colocated instance (`mode` colocated); other columns pass through.
+Rows are predicted in vectorised groups (one model, hardware, precision and engine at a time)
+with the engine's calibrated parameters (solver/perf/calibration.py).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from solver.catalog import shipped
+from solver.catalog.calibration import engine_params
+from solver.errors import InputError
+from solver.perf import runtime as rt
+from solver.perf.arch import ModelArch
+from solver.perf.tables import HardwareTable, Plans, precision_code
+from solver.perf.validity import RULES, invalid_reasons
+from solver.profiles.tables import measured_tables
+from solver.schema.cards import PRECISIONS
+from solver.schema.engine import EngineParams
+from solver.schema.validation import (
+    ErrorStats,
+    GroupStats,
+    ValidationReport,
+    ValidationRow,
+)
+
+REQUIRED = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
+            "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms"]
+INTS = ["input_tokens", "output_tokens", "concurrency", "tp", "pp", "ep", "dp"]
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+@dataclass
+class Row:
+    line: int
+    raw: dict[str, str]
+    model: str
+    hardware: str
+    precision: str
+    engine: str | None
+    ints: dict[str, int]
+    ttft_ms: float
+    tpot_ms: float
+
+
+def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
+    rows: list[Row] = []
+    for i, raw in enumerate(reader, start=2):
+        def bad(field: str, why: str) -> InputError:
+            return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
+
+        if None in raw:
+            raise InputError(f"{path}:{i}: more values than columns")
+        ints = {}
+        for c in INTS:
+            try:
+                v = int(float(raw[c]))
+            except (TypeError, ValueError):
+                raise bad(c, "expected a whole number") from None
+            if v < 1 or float(raw[c]) != v:
+                raise bad(c, "must be a whole number >= 1")
+            ints[c] = v
+        measured = {}
+        for c in ("ttft_ms", "tpot_ms"):
+            try:
+                v = float(raw[c])
+            except (TypeError, ValueError):
+                raise bad(c, "expected a number of milliseconds") from None
+            if not math.isfinite(v) or v <= 0:
+                raise bad(c, "must be a positive finite number")
+            measured[c] = v
+        if raw["mode"] != "colocated":
+            raise bad("mode", "only 'colocated' rows can be predicted (closed-loop benchmarks of one instance)")
+        if raw["precision"] not in PRECISIONS:
+            raise bad("precision", f"expected one of {', '.join(PRECISIONS)}")
+        engine = (raw.get("engine") or "").strip() or None
+        if engine is not None and engine not in ENGINES:
+            raise bad("engine", f"expected one of {', '.join(ENGINES)} or empty")
+        rows.append(Row(i, raw, raw["model"], raw["hardware"], raw["precision"], engine, ints,
+                        measured["ttft_ms"], measured["tpot_ms"]))
+    if not rows:
+        raise InputError(f"{path}: no data rows")
+    return header, rows
+
+
+def _stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
+    err = (pred - meas) / meas * 100.0
+    return ErrorStats(
+        rows=int(err.size),
+        median_abs_pct=round(float(np.median(np.abs(err))), 3),
+        mean_abs_pct=round(float(np.mean(np.abs(err))), 3),
+        bias_pct=round(float(np.mean(err)), 3),
+        p90_abs_pct=round(float(np.percentile(np.abs(err), 90)), 3),
+    )
+
+
+def predict_rows(
+    path: str,
+    rows: list[Row],
+    params_for: Callable[[str | None], EngineParams] = engine_params,
+    tables: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted (ttft_ms, tpot_ms) per row; `params_for(engine)` gives each engine's parameters
+    (the shipped calibrations by default; a calibration fit passes candidates)."""
+    ttft = np.full(len(rows), np.nan)
+    tpot = np.full(len(rows), np.nan)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for k, r in enumerate(rows):
+        groups[(r.model, r.hardware, r.precision, r.engine)].append(k)
+    for (model, hw_name, prec, engine), idx in groups.items():
+        first = rows[idx[0]]
+        try:
+            arch = ModelArch.from_card(shipped.model_card(model))
+        except InputError as exc:
+            raise InputError(f"{path}:{first.line}: model: {exc}") from None
+        try:
+            card = shipped.hardware_card(hw_name)
+        except InputError as exc:
+            raise InputError(f"{path}:{first.line}: hardware: {exc}") from None
+        params = params_for(engine)
+        profiles = measured_tables([card], engine) if tables else None
+        hw = HardwareTable.from_cards([card], engine=params, profiles=profiles)
+        sel = [rows[k] for k in idx]
+        col = lambda c: np.array([r.ints[c] for r in sel])  # noqa: E731
+        plans = Plans.of(hw=0, tp=col("tp"), pp=col("pp"), ep=col("ep"), dp=col("dp"),
+                         batch=col("concurrency"), wprec=precision_code(prec),  # type: ignore[arg-type]
+                         kvprec=precision_code(prec))  # type: ignore[arg-type]
+        for rule, mask in invalid_reasons(arch, plans).items():
+            # fewer requests than attention ranks is a real measurement (idle ranks)
+            if rule != "batch_dp" and mask.any():
+                bad = sel[int(np.flatnonzero(mask)[0])]
+                raise InputError(f"{path}:{bad.line}: tp/pp/ep/dp: {RULES[rule]} ({model})")
+        wl = rt.Workload(col("input_tokens").astype(float), col("output_tokens").astype(float))  # type: ignore[arg-type]
+        cl = rt.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
+        ttft[idx] = cl.ttft_ms
+        tpot[idx] = cl.tpot_ms
+    return ttft, tpot
+
+
+def validate_text(path: str, text: str) -> ValidationReport:
+    header, rows = parse_measured(path, text)
+    ttft, tpot = predict_rows(path, rows)
+    meas_ttft = np.array([r.ttft_ms for r in rows])
+    meas_tpot = np.array([r.tpot_ms for r in rows])
+    out_rows = [
+        ValidationRow(
+            line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,
+            engine=r.engine, input_tokens=r.ints["input_tokens"],
+            output_tokens=r.ints["output_tokens"], concurrency=r.ints["concurrency"],
+            tp=r.ints["tp"], pp=r.ints["pp"], ep=r.ints["ep"], dp=r.ints["dp"],
+            measured_ttft_ms=r.ttft_ms, measured_tpot_ms=r.tpot_ms,
+            predicted_ttft_ms=round(float(ttft[k]), 4), predicted_tpot_ms=round(float(tpot[k]), 4),
+        )
+        for k, r in enumerate(rows)
+    ]
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for k, r in enumerate(rows):
+        groups[(r.hardware, r.model, r.engine or "-")].append(k)
+    group_stats = [
+        GroupStats(
+            hardware=h, model=m, engine=e,
+            ttft=_stats(ttft[idx], meas_ttft[idx]), tpot=_stats(tpot[idx], meas_tpot[idx]),
+        )
+        for (h, m, e), idx in sorted(groups.items())
+    ]
+    return ValidationReport(
+        source=path, rows=out_rows, groups=group_stats,
+        overall=GroupStats(hardware="all", model="all", engine="all",
+                           ttft=_stats(ttft, meas_ttft), tpot=_stats(tpot, meas_tpot)),
+        columns=header,
+    )
+
+
+def validate_file(path: str | Path) -> tuple[ValidationReport, str]:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{p}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read: {exc}") from None
+    return validate_text(str(p), text), text

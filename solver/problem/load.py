@@ -1,0 +1,233 @@
+"""Load a problem file and resolve its card references: the first step of the flow."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from solver.catalog import shipped
+from solver.catalog.calibration import engine_params
+from solver.errors import InputError
+from solver.perf.arch import ModelArch
+from solver.schema.cards import HardwareCard, ModelCard
+from solver.schema.engine import EngineParams
+from solver.schema.problem import Problem, Service
+from solver.schema.yamlio import YamlDoc, load_yaml, parse_yaml, validate_doc
+
+
+@dataclass(frozen=True)
+class ResolvedProblem:
+    """A validated problem with every card resolved (inline or by name)."""
+
+    problem: Problem
+    doc: YamlDoc
+    models: tuple[ModelCard, ...]  # per service
+    archs: tuple[ModelArch, ...]  # per service: the model as that service routes it
+    hardware: tuple[HardwareCard, ...]  # per hardware entry
+    prices: tuple[float, ...]  # USD per device-hour (entry override or card default)
+    supplies: tuple[int | None, ...]
+    power_w: tuple[float, ...]
+    engine: EngineParams  # the engine's calibration, then the problem's explicit overrides
+    # sites (schema/fleet.py); empty without `sites:`, and the fleet is then one place
+    site_names: tuple[str, ...] = ()
+    site_supplies: tuple[tuple[int | None, ...], ...] = ()  # [site][hw]: None unlimited, 0 none
+    site_prices: tuple[tuple[float, ...], ...] = ()  # [site][hw] USD per device-hour
+    site_power_kw: tuple[float | None, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.problem.name
+
+    @property
+    def hardware_names(self) -> tuple[str, ...]:
+        return tuple(h.name for h in self.hardware)
+
+    @property
+    def n_sites(self) -> int:
+        """Places the fleet is split over (1 without `sites:`)."""
+        return max(1, len(self.site_names))
+
+    def price_at(self, site: int, hw: int) -> float:
+        return self.site_prices[site][hw] if self.site_names else self.prices[hw]
+
+    def hw_index(self, name: str) -> int:
+        """A hardware type by its card name or its entry's name as written in the problem."""
+        if name in self.hardware_names:
+            return self.hardware_names.index(name)
+        return [h.name for h in self.problem.hardware].index(name)
+
+    def site_of(self, name: str | None) -> int:
+        return self.site_names.index(name) if name is not None else 0
+
+    @property
+    def instance_supplies(self) -> tuple[int | None, ...]:
+        """Devices one instance of each type can use at most: the global supply and, with sites,
+        the largest site's (an instance runs within one site)."""
+        if not self.site_names:
+            return self.supplies
+        out: list[int | None] = []
+        for h, g in enumerate(self.supplies):
+            per_site = [s[h] for s in self.site_supplies]
+            local = None if any(x is None for x in per_site) else max(per_site)
+            out.append(g if local is None else local if g is None else min(g, local))
+        return tuple(out)
+
+
+def _where(doc: YamlDoc, loc: tuple) -> str:
+    line = doc.line_of(loc)
+    return f"{doc.path}:{line if line is not None else '?'}"
+
+
+def _card(doc: YamlDoc, loc: tuple, field: str, ref, load, base):
+    """A card given inline, or loaded by name or path; a failure names the problem's line."""
+    if not isinstance(ref, str):
+        return ref
+    try:
+        return load(ref, base)
+    except InputError as exc:
+        raise InputError(f"{_where(doc, loc)}: {field}: {exc}") from None
+
+
+def _arch(doc: YamlDoc, i: int, s: Service, card: ModelCard) -> ModelArch:
+    """The service's model with its routing; a routing that does not fit the model is an error."""
+    arch = ModelArch.from_card(card)
+    if s.routing is None:
+        return arch
+    loc = ("services", i, "routing")
+    try:
+        return arch.with_routing(s.routing)
+    except ValueError as exc:
+        raise InputError(f"{_where(doc, loc)}: services[{i}].routing: {exc}") from None
+
+
+def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
+    base = Path(doc.path).parent if not doc.path.startswith("<") else None
+    models: list[ModelCard] = []
+    archs: list[ModelArch] = []
+    for i, s in enumerate(problem.services):
+        card = _card(doc, ("services", i, "model"), f"services[{i}].model", s.model,
+                     shipped.model_card, base)
+        mc = s.workload.max_context
+        if mc is not None and mc > card.max_context_tokens:
+            wl = ("services", i, "workload", "max_context")
+            raise InputError(
+                f"{_where(doc, wl)}: services[{i}].workload.max_context: {mc} exceeds "
+                f"{card.name}'s maximum context of {card.max_context_tokens} tokens"
+            )
+        need = s.workload.input_tokens.mean_tokens + s.workload.output_tokens.mean_tokens
+        if need > card.max_context_tokens:
+            wl = ("services", i, "workload", "input_tokens")
+            raise InputError(
+                f"{_where(doc, wl)}: services[{i}].workload: input + output tokens ({need:g}) "
+                f"exceed {card.name}'s maximum context of {card.max_context_tokens} tokens"
+            )
+        models.append(card)
+        archs.append(_arch(doc, i, s, card))
+    cards: list[HardwareCard] = []
+    for j, h in enumerate(problem.hardware):
+        cards.append(_card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
+                           shipped.hardware_card, base))
+    names = [c.name for c in cards]
+    if len(set(names)) != len(names):
+        raise InputError(f"{_where(doc, ('hardware',))}: hardware: two entries resolve to the same card name")
+    prices = tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards))
+    site_supplies, site_prices = _sites(problem, prices)
+    return ResolvedProblem(
+        problem=problem,
+        doc=doc,
+        models=tuple(models),
+        archs=tuple(archs),
+        hardware=tuple(cards),
+        prices=prices,
+        supplies=tuple(h.supply for h in problem.hardware),
+        power_w=tuple(h.power_w or c.power_w for h, c in zip(problem.hardware, cards)),
+        engine=effective_engine(problem),
+        site_names=tuple(s.name for s in problem.sites or []),
+        site_supplies=site_supplies,
+        site_prices=site_prices,
+        site_power_kw=tuple(s.power_kw for s in problem.sites or []),
+    )
+
+
+def _sites(problem: Problem, prices: tuple[float, ...]):
+    """Per site and hardware type: the supply (0 where the site lacks the type, None unlimited)
+    and the price (the site's override, else the hardware entry's)."""
+    names = [h.name for h in problem.hardware]
+    supplies, site_prices = [], []
+    for site in problem.sites or []:
+        sup: list[int | None] = [0] * len(names)
+        pr = list(prices)
+        for sh in site.hardware:
+            h = names.index(sh.type)
+            sup[h] = sh.supply
+            if sh.price_per_hour is not None:
+                pr[h] = sh.price_per_hour
+        supplies.append(tuple(sup))
+        site_prices.append(tuple(pr))
+    return tuple(supplies), tuple(site_prices)
+
+
+def effective_engine(problem: Problem) -> EngineParams:
+    """Calibrated parameters of the declared engine, with the fields the problem sets on top."""
+    base = engine_params(problem.software.engine)
+    given = {k: getattr(problem.engine, k) for k in problem.engine.model_fields_set}
+    return base.model_copy(update=given)
+
+
+def load_problem(path: str | Path) -> ResolvedProblem:
+    doc = load_yaml(path)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{doc.path}:1: expected a mapping of problem fields at the top level")
+    problem = validate_doc(Problem, doc)
+    return resolve(problem, doc)
+
+
+def parse_problem(text: str, where: str = "<problem>") -> ResolvedProblem:
+    doc = parse_yaml(text, where)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{where}:1: expected a mapping of problem fields at the top level")
+    return resolve(validate_doc(Problem, doc), doc)
+
+
+def derive(
+    rp: ResolvedProblem,
+    *,
+    demand_scale: float = 1.0,
+    prices: Mapping[str, float] | None = None,
+    objective: Literal["min_cost", "max_throughput"] | None = None,
+) -> ResolvedProblem:
+    """A variant of a resolved problem for what-if questions: every service's `qps` multiplied
+    by `demand_scale`, the `price_per_hour` of the named hardware entries replaced, and/or
+    another objective; everything else as given. The edited problem is resolved again
+    (cards come from the catalog's cache, under a millisecond), so every field derived from
+    prices or demand is recomputed as for a problem file. The caller passes positive finite
+    values; a max_throughput variant must be bounded by a budget, a power cap or finite
+    supplies (the caller checks, as the problem file's validator would)."""
+    if not (math.isfinite(demand_scale) and demand_scale > 0):
+        raise ValueError(f"demand_scale must be positive and finite, got {demand_scale}")
+    problem = rp.problem
+    update: dict = {}
+    if demand_scale != 1.0:
+        update["services"] = [
+            s.model_copy(update={"workload": s.workload.model_copy(
+                update={"qps": s.workload.qps * demand_scale})})
+            for s in problem.services
+        ]
+    if prices:
+        unknown = sorted(set(prices) - set(rp.hardware_names))
+        if unknown:
+            raise ValueError(f"unknown hardware {unknown}; the problem has {list(rp.hardware_names)}")
+        if not all(math.isfinite(v) and v > 0 for v in prices.values()):
+            raise ValueError(f"prices must be positive and finite, got {dict(prices)}")
+        update["hardware"] = [
+            h.model_copy(update={"price_per_hour": prices.get(c.name, h.price_per_hour)})
+            for h, c in zip(problem.hardware, rp.hardware)
+        ]
+    if objective is not None and objective != problem.objective:
+        update["objective"] = objective
+    if not update:
+        return rp
+    return resolve(problem.model_copy(update=update), rp.doc)

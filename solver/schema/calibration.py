@@ -1,0 +1,55 @@
+"""An engine calibration file (`hardware/calibration/<engine>.yaml`): the fitted EngineParams of
+one serving engine (vllm, sglang, trtllm), where they were fitted (which measured rows, their
+hash), when, and the error measured on the fitted rows and on held-out systems. Engine
+parameters are properties of the software (scheduler overhead, kernel launch, how far model
+shapes fall below best-shape GEMM efficiency); they apply to every hardware card.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from solver.schema.base import Strict
+from solver.schema.engine import EngineParams
+
+
+class FitError(Strict):
+    rows: int
+    ttft_median_abs_pct: float
+    tpot_median_abs_pct: float
+    ttft_bias_pct: float
+    tpot_bias_pct: float
+
+
+class ValidationGroup(Strict):
+    """Prediction error on one group of measured rows: one hardware card, dense or MoE models."""
+
+    hardware: str = Field(description="fleetplan hardware card name")
+    models: Literal["dense", "moe"]
+    fitted: bool = Field(description="these rows were fitted on (the rest are held out)")
+    rows: int
+    ttft_median_abs_pct: float
+    ttft_p90_abs_pct: float
+    ttft_bias_pct: float
+    tpot_median_abs_pct: float
+    tpot_p90_abs_pct: float
+    tpot_bias_pct: float
+
+
+class Calibration(Strict):
+    engine: str
+    params: EngineParams
+    fitted_on: str = Field(description="which measured rows, e.g. silicon_sample.csv h100_sxm rows")
+    source_sha256: str
+    fitted_at: str = Field(description="YYYY-MM-DD")
+    method: str
+    fit_error: FitError
+    held_out_error: dict[str, FitError] = Field(default_factory=dict,
+                                                description="per system, never fitted on")
+    validation: list[ValidationGroup] = Field(
+        default_factory=list,
+        description="error per hardware and model kind with the fitted parameters (the "
+        "uncertainty bands of a plan come from here)",
+    )

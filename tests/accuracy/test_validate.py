@@ -1,0 +1,112 @@
+"""`fleetplan validate`: predictions per measured row, error statistics, bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solver.accuracy.validate import validate_text
+from solver.catalog import shipped
+from solver.catalog.calibration import engine_params
+from solver.errors import InputError
+from solver.perf import runtime as rt
+from solver.perf.arch import ModelArch
+from solver.perf.tables import HardwareTable, Plans
+from solver.profiles.tables import measured_tables
+
+HEADER = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,note\n"
+ROWS = (
+    "llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,121.4,13.19,vllm,first\n"
+    "llama-3.1-8b,h100-sxm,bf16,colocated,2048,128,8,1,1,1,1,80.0,9.0,,second\n"
+)
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True)
+
+
+def test_predictions_equal_the_closed_loop_model():
+    rep = validate_text("m.csv", HEADER + ROWS)
+    assert len(rep.rows) == 2
+    r = rep.rows[0]
+    arch = ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
+    params = engine_params("vllm")
+    card = shipped.hardware_card("h100-sxm")
+    hw = HardwareTable.from_cards([card], engine=params, profiles=measured_tables([card], "vllm"))
+    plans = Plans.of(hw=0, tp=4, pp=1, ep=1, dp=1, batch=16, wprec=1, kvprec=1)
+    cl = rt.closed_loop(arch, hw, plans, rt.Workload(1024.0, 1024.0), 16, params)
+    assert r.predicted_ttft_ms == pytest.approx(cl.ttft_ms[0], abs=1e-4)
+    assert r.predicted_tpot_ms == pytest.approx(cl.tpot_ms[0], abs=1e-4)
+    # second row has no engine: uncalibrated defaults
+    assert rep.rows[1].engine is None
+
+
+def test_error_statistics_hand_computed():
+    rep = validate_text("m.csv", HEADER + ROWS)
+    pred = np.array([x.predicted_tpot_ms for x in rep.rows])
+    meas = np.array([13.19, 9.0])
+    err = (pred - meas) / meas * 100
+    o = rep.overall.tpot
+    assert o.rows == 2
+    assert o.median_abs_pct == pytest.approx(np.median(np.abs(err)), abs=1e-3)
+    assert o.mean_abs_pct == pytest.approx(np.mean(np.abs(err)), abs=1e-3)
+    assert o.bias_pct == pytest.approx(np.mean(err), abs=1e-3)
+    assert {(g.model, g.engine) for g in rep.groups} == {("llama-3.1-70b", "vllm"), ("llama-3.1-8b", "-")}
+
+
+@pytest.mark.parametrize("row, field", [
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,0,4,1,1,1,121,13,vllm,x\n", "concurrency"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,-5,13,vllm,x\n", "ttft_ms"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,nan,13,vllm,x\n", "ttft_ms"),
+    ("llama-3.1-70b,h100-sxm,fp9,colocated,1024,1024,16,4,1,1,1,121,13,vllm,x\n", "precision"),
+    ("llama-3.1-70b,h100-sxm,fp8,disaggregated,1024,1024,16,4,1,1,1,121,13,vllm,x\n", "mode"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,121,13,tensorrt,x\n", "engine"),
+    ("llama-9,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,121,13,vllm,x\n", "model"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,3,1,1,1,121,13,vllm,x\n", "tp"),
+])
+def test_bad_rows_name_line_and_field(row, field):
+    with pytest.raises(InputError, match=rf"m\.csv:3: .*{field}"):
+        validate_text("m.csv", HEADER + ROWS.splitlines(keepends=True)[0] + row)
+
+
+def test_missing_column():
+    with pytest.raises(InputError, match=r"m\.csv:1: missing column\(s\): tpot_ms"):
+        validate_text("m.csv", HEADER.replace(",tpot_ms", "") + "x\n")
+
+
+def test_cli_formats(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text(HEADER + ROWS)
+    table = run("validate", str(path))
+    assert table.returncode == 0, table.stderr
+    assert "TTFT med|%|" in table.stdout and "llama-3.1-70b" in table.stdout
+    js = json.loads(run("validate", str(path), "--format", "json").stdout)
+    assert js["overall"]["tpot"]["rows"] == 2 and len(js["rows"]) == 2
+    out = run("validate", str(path), "--format", "csv").stdout
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert rows[0]["note"] == "first" and rows[1]["note"] == "second"  # passthrough
+    assert float(rows[0]["predicted_tpot_ms"]) > 0 and "predicted_ttft_ms" in rows[1]
+
+
+def test_cli_bad_file_exit_2(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text(HEADER + "llama-3.1-70b,h100-sxm,fp8,colocated,x,1024,16,4,1,1,1,121,13,vllm,x\n")
+    r = run("validate", str(path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{path}:2: input_tokens" in r.stderr
+    assert run("validate", str(tmp_path / "nope.csv")).returncode == 2
+
+
+def test_shipped_silicon_sample_converts_to_valid_input():
+    data = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "silicon_sample_validate.csv"
+    rows = list(csv.DictReader(data.open()))
+    assert len(rows) > 1000
+    assert {r["mode"] for r in rows} == {"colocated"}
+    assert {"h100-sxm", "h200-sxm", "b200"} <= {r["hardware"] for r in rows}
