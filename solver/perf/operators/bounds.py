@@ -1,18 +1,22 @@
-"""Plain roofline bounds per operator family, from a hardware card's nominal numbers.
+"""The laws the measured tables extrapolate by: plain roofline bounds per table family.
 
-Used only in ratios (extrapolation holds the measured efficiency of a boundary point and scales
-by roofline(query) / roofline(boundary)), so the card's efficiency factors are left out on
-purpose: they would cancel. Kept local to this package so that profiles do not depend on the
-internals of `solver.perf`.
+A table answers outside its measured range (and fills the cells a collector skipped) by
+holding the achieved efficiency of the nearest measured point and scaling by
+bound(query) / bound(point) (solver/profiles/interp.py). The bounds come from the hardware
+card's nominal peaks: only their ratios are used, so the card's efficiency factors are left
+out (a constant factor cancels). The FLOPs and bytes are those of `counts.py`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Sequence
 
 import numpy as np
 
+from solver.perf.operators import counts
+from solver.perf.operators.counts import Work
 from solver.schema.cards import HardwareCard
 
 # bytes per element of the table dtypes
@@ -24,7 +28,10 @@ DTYPE_BYTES: dict[str, float] = {
     "int8": 1.0,
     "fp4": 0.5 + 1.0 / 16.0,
 }
-ACT_BYTES = 2.0  # activations in and out are bf16
+
+
+def dtype_bytes(dtype: object) -> float:
+    return DTYPE_BYTES.get(str(dtype), 2.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,70 +62,58 @@ class Peaks:
                 return v
         return dict(self.flops)["bf16"]
 
+    def bound(self, work: Work, dtype: str) -> np.ndarray:
+        """max(compute at the dtype's peak, memory at HBM bandwidth)."""
+        return np.maximum(work.flops / self.flops_of(dtype), work.bytes / self.hbm_bw)
 
-def _bytes(dtype: object) -> float:
-    return DTYPE_BYTES.get(str(dtype), 2.0)
+
+def _floats(xs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return [np.asarray(x, dtype=float) for x in xs]
 
 
 def gemm(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     (dtype,) = key
-    m, n, k = (np.asarray(x, dtype=float) for x in xs)
-    b = _bytes(dtype)
-    flops = 2.0 * m * n * k
-    traffic = (m * k + n * k) * b + m * n * ACT_BYTES
-    return np.maximum(flops / peaks.flops_of(str(dtype)), traffic / peaks.hbm_bw)
+    m, n, k = _floats(xs)
+    return peaks.bound(counts.gemm(m, n, k, dtype_bytes(dtype)), str(dtype))
 
 
 def attention_context(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     kv_dtype, heads, kv_heads, head_dim = key
-    batch, s = (np.asarray(x, dtype=float) for x in xs)
-    pairs = s * (s + 1.0) / 2.0  # causal query-key pairs per prompt
-    flops = 4.0 * batch * heads * head_dim * pairs
-    traffic = batch * s * head_dim * (2.0 * heads * ACT_BYTES + 2.0 * kv_heads * _bytes(kv_dtype))
-    return np.maximum(flops / peaks.flops_of("bf16"), traffic / peaks.hbm_bw)
+    batch, s = _floats(xs)
+    return peaks.bound(counts.context_attention(batch, s, heads, kv_heads, head_dim, dtype_bytes(kv_dtype)), "bf16")
 
 
 def attention_generation(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     kv_dtype, heads, kv_heads, head_dim = key
-    batch, kv = (np.asarray(x, dtype=float) for x in xs)
-    flops = 4.0 * batch * heads * head_dim * kv
-    traffic = batch * (kv * 2.0 * kv_heads * head_dim * _bytes(kv_dtype) + 2.0 * heads * head_dim * ACT_BYTES)
-    return np.maximum(flops / peaks.flops_of("bf16"), traffic / peaks.hbm_bw)
+    batch, kv = _floats(xs)
+    return peaks.bound(counts.generation_attention(batch, kv, heads, kv_heads, head_dim, dtype_bytes(kv_dtype)),
+                       "bf16")
 
 
 def allreduce(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """Ring all-reduce on one scale-up link: alpha + 2 (n-1)/n bytes / bandwidth."""
     _dtype, n = key
-    (size,) = (np.asarray(x, dtype=float) for x in xs)
+    (size,) = _floats(xs)
     n = float(n)
     return peaks.link_lat + 2.0 * (n - 1.0) / n * size / peaks.link_bw
 
 
 def collectives(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     op, _dtype, n = key
-    (size,) = (np.asarray(x, dtype=float) for x in xs)
+    (size,) = _floats(xs)
     n = float(n)
     factor = 2.0 if op == "all_reduce" else 1.0
     return peaks.link_lat + factor * (n - 1.0) / n * size / peaks.link_bw
 
 
 def moe_experts(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
-    """Gated experts (gate+up and down: 3 matrices of hidden x inter/moe_tp) on one device.
-
-    Balanced routing as the collectors time it: the device computes tokens * topk / moe_ep
-    token-expert pairs and reads the weights of the experts they touch, spread as widely as
-    possible (clip(pairs, 1, experts / moe_ep) local experts)."""
     dtype, _distribution, hidden, inter, topk, experts = key
-    tokens, tp, ep = (np.asarray(x, dtype=float) for x in xs)
-    width = float(inter) / tp
-    pairs = tokens * float(topk) / ep
-    touched = np.clip(pairs, 1.0, float(experts) / ep)
-    flops = 2.0 * pairs * 3.0 * float(hidden) * width
-    traffic = (touched * 3.0 * float(hidden) * width * _bytes(dtype)
-               + (2.0 * tokens + 2.0 * pairs) * float(hidden) * ACT_BYTES)
-    return np.maximum(flops / peaks.flops_of(str(dtype)), traffic / peaks.hbm_bw)
+    tokens, tp, ep = _floats(xs)
+    work = counts.balanced_experts(tokens, tp, ep, hidden, inter, topk, experts, dtype_bytes(dtype))
+    return peaks.bound(work, str(dtype))
 
 
-FAMILY_ROOFLINES = {
+FAMILY_BOUNDS = {
     "gemm": gemm,
     "attention_context": attention_context,
     "attention_generation": attention_generation,
@@ -126,3 +121,18 @@ FAMILY_ROOFLINES = {
     "collectives": collectives,
     "moe_experts": moe_experts,
 }
+
+
+@dataclass(frozen=True, slots=True)
+class CardBounds:
+    """The bounds of one card, per table family (hashable: the tables are cached by it)."""
+
+    peaks: Peaks
+
+    @classmethod
+    def from_card(cls, card: HardwareCard) -> CardBounds:
+        return cls(Peaks.from_card(card))
+
+    def family(self, name: str):
+        """bound(key, xs) of the family `name`."""
+        return partial(FAMILY_BOUNDS[name], self.peaks)
