@@ -153,7 +153,7 @@ def test_loader_answers_measured_points(collected):
     root, _ = collected
     folder = root / HW / FW
     prof = OperatorProfiles.load(_card(), FW, root=root)
-    assert set(prof.tables) == set(FAMS)
+    assert set(prof.tables) == set(FAMS) - {"collectives"}  # written, not asked by the model
 
     g = _rows(folder / "gemm.csv")[-1]
     est = prof.gemm(m=int(g["m"]), n=int(g["n"]), k=int(g["k"]), precision="bf16")
@@ -174,11 +174,6 @@ def test_loader_answers_measured_points(collected):
     est = prof.allreduce(int(r["message_bytes"]), 2)
     assert int(est.source) == MEASURED
     assert float(est.seconds) == pytest.approx(float(r["latency_us"]) * 1e-6, rel=1e-9)
-
-    c = [x for x in _rows(folder / "collectives.csv") if x["op"] == "alltoall"][-1]
-    est = prof.collective("alltoall", int(c["message_bytes"]), 2)
-    assert int(est.source) == MEASURED
-    assert float(est.seconds) == pytest.approx(float(c["latency_us"]) * 1e-6, rel=1e-9)
 
     # between measured m: interpolated, between its neighbours
     from solver.profiles import INTERPOLATED

@@ -150,7 +150,7 @@ def h100():
 
 
 @pytest.mark.parametrize("family", ["gemm", "attention_context", "attention_generation",
-                                    "allreduce", "collectives"])
+                                    "allreduce"])
 def test_shipped_tables_are_exact_at_measured_points(h100, family):
     t = load_table(next((shipped_root() / "h100-sxm" / "vllm").glob(f"{family}.csv*")))
     spec = FAMILIES[family]
@@ -212,3 +212,10 @@ def test_user_profiles_root(tmp_path, monkeypatch):
     assert not empty.measured
     est = empty.gemm(np.array([16.0]), 4096, 4096, "bf16")
     assert est.source[0] == ROOFLINE and np.isnan(est.seconds[0])
+
+
+def test_only_the_families_the_operator_model_asks_are_loaded(h100):
+    # the collectives tables ship, but no operator draws time from them
+    assert set(h100.tables) == {"gemm", "attention_context", "attention_generation", "allreduce",
+                                "moe_experts"}
+    assert "collectives" not in h100.provenance

@@ -25,11 +25,19 @@ from typing import Callable, Mapping, Protocol, Sequence
 import numpy as np
 
 from solver.errors import InputError
-from solver.profiles.format import FAMILIES, Provenance, csv_path_of, load_table, profile_folder
+from solver.profiles.format import Provenance, csv_path_of, load_table, profile_folder
 from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, GroupRoofline
 from solver.schema.cards import PRECISIONS, HardwareCard
 
 DEFAULT_FRAMEWORK = "vllm"
+# the families the operator model draws time from, and so the ones loaded (and listed in a
+# plan's assumptions). The `collectives` tables (nccl-tests all-reduce, all-gather,
+# reduce-scatter, all-to-all inside one NVLink domain) stay in the file format for collectors
+# and `profiles check`, but no operator asks them: the TP all-reduce reads the engine's own
+# `allreduce` table, and the MoE dispatch/combine of attention data parallelism stays on its
+# link model (the engines dispatch with their own kernels, not NCCL's all-to-all, and wide
+# expert parallelism spans nodes, beyond what one domain's table covers).
+QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts")
 KV_DTYPES = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4"}
 
 
@@ -143,7 +151,7 @@ class OperatorProfiles:
             if root is not None and not Path(root).is_dir():
                 raise InputError(f"{root}: no such profiles folder")
             return prof
-        for family in FAMILIES:
+        for family in QUERIED_FAMILIES:
             p = csv_path_of(folder, family)
             if p is None:
                 continue
@@ -186,14 +194,6 @@ class OperatorProfiles:
         """The engine's TP all-reduce of `message_bytes` per GPU (bf16) among `num_gpus`."""
         return self._query("allreduce", {"dtype": "bf16", "num_gpus": num_gpus},
                            [message_bytes])
-
-    def collective(self, op: str, message_bytes, num_gpus) -> Estimate:
-        """NCCL `op` (all_reduce, all_gather, reduce_scatter, alltoall), fp16 payload."""
-        return self._query("collectives", {"op": op, "dtype": "fp16", "num_gpus": num_gpus},
-                           [message_bytes])
-
-    def _collective(self, message_bytes, num_gpus, op: str = "all_reduce") -> Estimate:
-        return self.collective(op, message_bytes, num_gpus)
 
     def moe_experts(self, num_tokens, moe_tp, moe_ep, precision="bf16", *, hidden_size: int,
                     inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",
@@ -250,9 +250,6 @@ class ProfileSet:
 
     def allreduce(self, hw, message_bytes, num_gpus) -> Estimate:
         return self._each("allreduce", hw, [message_bytes, num_gpus])
-
-    def collective(self, hw, op: str, message_bytes, num_gpus) -> Estimate:
-        return self._each("_collective", hw, [message_bytes, num_gpus], op=op)
 
     def moe_experts(self, hw, num_tokens, moe_tp, moe_ep, precision, *, hidden_size: int,
                     inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",

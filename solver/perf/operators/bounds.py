@@ -98,14 +98,6 @@ def allreduce(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     return peaks.link_lat + 2.0 * (n - 1.0) / n * size / peaks.link_bw
 
 
-def collectives(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
-    op, _dtype, n = key
-    (size,) = _floats(xs)
-    n = float(n)
-    factor = 2.0 if op == "all_reduce" else 1.0
-    return peaks.link_lat + factor * (n - 1.0) / n * size / peaks.link_bw
-
-
 def moe_experts(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
     dtype, _distribution, hidden, inter, topk, experts = key
     tokens, tp, ep = _floats(xs)
@@ -118,7 +110,6 @@ FAMILY_BOUNDS = {
     "attention_context": attention_context,
     "attention_generation": attention_generation,
     "allreduce": allreduce,
-    "collectives": collectives,
     "moe_experts": moe_experts,
 }
 
