@@ -35,11 +35,17 @@ def test_stage_operator_counts_by_hand():
     # a 4-token window bounds the keys: 4 (4 + 1) / 2 + (10 - 4) 4 = 34 pairs of a 10-token prompt
     assert counts.window_pairs(np.array([10.0]), np.array([10.0]), 4)[0] == pytest.approx(34.0)
     assert counts.window_pairs(np.array([10.0]), np.array([10.0]), None)[0] == 55.0
-    # LM head at TP 8: 128256 x 8192 bf16 weights split 8 ways, fp32 logits
-    head = counts.lm_head(a, tp, np.array([4.0]))
-    params = 128256 * 8192 / 8
-    assert head.flops[0] == 2 * 4 * params
-    assert head.bytes[0] == params * 2 + 4 * 128256 / 8 * 4
+    # the GEMMs the engines run at TP 8: fused QKV (8 + 2 x 1) x 128 = 1280 columns and the
+    # output projection 8192 x 1024; the LM head's 128256 / 8 = 16032 vocabulary columns
+    (qkv, out) = counts.projection_gemms(a, tp, np.array([4.0]))
+    assert (qkv[1][0], qkv[2], out[1], out[2][0]) == (1280.0, 8192.0, 8192.0, 1024.0)
+    m, n, k = counts.lm_head_gemm(a, tp, np.array([4.0]))
+    head = counts.gemm(m, n, k, 2.0)
+    assert head.flops[0] == 2 * 4 * 16032 * 8192
+    assert head.bytes[0] == (4 * 8192 + 16032 * 8192) * 2 + 4 * 16032 * 2
+    # gate+up fused (2 x 28672 / 8 = 7168 columns) and down (8192 x 3584)
+    (up, down) = counts.mlp_gemms(a, tp, np.array([4.0]), a.dense_mlp_params)
+    assert (up[1][0], up[2], down[1], down[2][0]) == (7168.0, 8192.0, 8192.0, 3584.0)
     # a TP all-reduce message: one bf16 hidden vector per token
     assert counts.hidden_bytes(a, np.array([3.0]))[0] == 3 * 8192 * 2
 

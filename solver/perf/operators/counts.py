@@ -5,9 +5,12 @@ Every function takes numpy arrays (one element per plan, or per table query) and
 rooflines (`roofline.py` for the stage model, `bounds.py` for the table extrapolation laws)
 divide these by peaks.
 
-Conventions: activations, logits' inputs and collectives travel in bf16 (`ACT_BYTES`); weights
-and the KV cache in the plan's precision (bytes per element passed in); a GEMM
-Y[m, n] = X[m, k] W[k, n] does 2 m n k FLOPs (one multiply and one add per term).
+Conventions: activations and collectives travel in bf16 (`ACT_BYTES`); weights and the KV
+cache in the plan's precision (bytes per element passed in). A GEMM Y[m, n] = X[m, k] W[k, n]
+does 2 m n k FLOPs (one multiply and one add per term) and moves its input and weights at the
+weight precision (activations are quantised to the weight format) and its output in bf16; the
+stage model's projections, MLPs and LM head are counted as those GEMMs, one kernel each, with
+the shapes the measured tables are queried at.
 """
 
 from __future__ import annotations
@@ -19,7 +22,6 @@ import numpy as np
 from solver.perf.arch import ModelArch
 from solver.perf.tables import ACT_BYTES, Plans
 
-LOGIT_BYTES = 4.0  # the LM head writes fp32 logits
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,27 +35,38 @@ class Work:
 # ---- the stage model's operators (per device, one layer) -----------------------------------
 
 
-def projections(arch: ModelArch, tp, tokens, b_w) -> Work:
-    """QKV and output projections of one layer: the layer's attention weights on the device,
-    read once, and about 4 hidden-widths of activations per token (in, QKV out, O in, O out)."""
+GemmShape = tuple  # (m, n, k) of Y[m, n] = X[m, k] W[k, n]
+
+
+def projection_gemms(arch: ModelArch, tp, tokens) -> list[GemmShape]:
+    """The GQA projections as the engines run them (vLLM/SGLang tensor parallelism): fused QKV
+    (query heads split, KV heads split or replicated past their count) and the row-parallel
+    output projection."""
+    q = np.ceil(arch.heads / tp)
+    kv = np.ceil(arch.kv_heads / tp)
+    h = float(arch.hidden)
+    return [(tokens, (q + 2.0 * kv) * arch.head_dim, h), (tokens, h, q * arch.head_dim)]
+
+
+def mla_projections(arch: ModelArch, tp, tokens, b_w) -> Work:
+    """MLA's projections (down-projections whole on every rank, the rest split) as one block:
+    the weights once and about 4 hidden-widths of bf16 activations per token."""
     params = arch.attn_params_per_device(tp)
     act = tokens * (4.0 * float(arch.hidden)) * ACT_BYTES
     return Work(2.0 * tokens * params, params * b_w + act)
 
 
-def dense_mlp(arch: ModelArch, tp, tokens, b_w) -> Work:
-    """A dense MLP split over TP: its weights once; per token the hidden in and out and 1.5
-    intermediate widths (gate/up out at half the weight count per column pair, down in)."""
+def mlp_gemms(arch: ModelArch, tp, tokens, params) -> list[GemmShape]:
+    """An MLP of `params` weights split over TP: fused gate+up (gated) or up, and down."""
     h = float(arch.hidden)
-    params = arch.dense_mlp_params / tp
-    return Work(2.0 * tokens * params,
-                params * b_w + tokens * (2.0 * h + 1.5 * arch.dense_mlp_params / h / tp) * ACT_BYTES)
+    mats = 3.0 if arch.gated_mlp else 2.0
+    width = np.ceil(params / (mats * h) / tp)
+    return [(tokens, (mats - 1.0) * width, h), (tokens, h, width)]
 
 
-def lm_head(arch: ModelArch, tp, rows) -> Work:
-    """The LM head (bf16 weights), vocabulary split over TP, fp32 logits out."""
-    params = arch.vocab * float(arch.hidden) / tp
-    return Work(2.0 * rows * params, params * ACT_BYTES + rows * arch.vocab / tp * LOGIT_BYTES)
+def lm_head_gemm(arch: ModelArch, tp, rows) -> GemmShape:
+    """The LM head (bf16 weights), vocabulary split over TP."""
+    return (rows, np.ceil(arch.vocab / tp), float(arch.hidden))
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from solver.perf.arch import ModelArch
 from solver.perf.engine import EngineParams
 from solver.perf.operators import counts
 from solver.perf.operators.counts import AttentionShape, MoeLoad, Work
-from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
+from solver.perf.tables import ACT_BYTES, PRECISION_BYTES, HardwareTable, Plans
 from solver.profiles import SourceTally
 
 
@@ -46,13 +46,26 @@ class RooflineTimes:
     def _gemm_time(self, work: Work) -> np.ndarray:
         return ops.roofline(work.flops, work.bytes, self.gemm_flops, self.mem_bw, 0.0)
 
+    def _gemms_time(self, shapes, b, flops_per_s) -> np.ndarray:
+        """One roofline per GEMM kernel, summed."""
+        total = 0.0
+        for m, n, k in shapes:
+            w = counts.gemm(m, n, k, b)
+            total = total + ops.roofline(w.flops, w.bytes, flops_per_s, self.mem_bw, 0.0)
+        return total
+
     def _attention_time(self, work: Work) -> np.ndarray:
         return ops.roofline(work.flops, work.bytes, self.attn_flops, self.mem_bw, 0.0)
 
     # ---- the protocol ------------------------------------------------------------------------
 
     def projections(self, tokens, count=1.0) -> np.ndarray:
-        return self._charge(self._gemm_time(counts.projections(self.arch, self.tp, tokens, self.b_w)), count)
+        if self.arch.mla_latent:
+            seconds = self._gemm_time(counts.mla_projections(self.arch, self.tp, tokens, self.b_w))
+        else:
+            shapes = counts.projection_gemms(self.arch, self.tp, tokens)
+            seconds = self._gemms_time(shapes, self.b_w, self.gemm_flops)
+        return self._charge(seconds, count)
 
     def decode_attention(self, seqs, context, window, count=1.0) -> np.ndarray:
         work = counts.decode_attention(self.shape, seqs, context, window, self.b_kv)
@@ -63,7 +76,8 @@ class RooflineTimes:
         return self._charge(self._attention_time(work), count)
 
     def dense_mlp(self, tokens, count=1.0) -> np.ndarray:
-        return self._charge(self._gemm_time(counts.dense_mlp(self.arch, self.tp, tokens, self.b_w)), count)
+        shapes = counts.mlp_gemms(self.arch, self.tp, tokens, self.arch.dense_mlp_params)
+        return self._charge(self._gemms_time(shapes, self.b_w, self.gemm_flops), count)
 
     def moe_block(self, tokens, count=1.0) -> np.ndarray:
         moe = MoeLoad.of(self.arch, self.plans, tokens)
@@ -83,9 +97,8 @@ class RooflineTimes:
         return self._charge(np.where(p.dp > 1, a2a, 0.0), count)
 
     def lm_head(self, rows, count=1.0) -> np.ndarray:
-        work = counts.lm_head(self.arch, self.tp, rows)
-        seconds = ops.roofline(work.flops, work.bytes, self.attn_flops, self.mem_bw, self.hw.kernel_s[self.plans.hw])
-        return self._charge(seconds, count)
+        seconds = self._gemms_time([counts.lm_head_gemm(self.arch, self.tp, rows)], ACT_BYTES, self.attn_flops)
+        return self._charge(seconds + self.hw.kernel_s[self.plans.hw], count)
 
     def pipeline_hop(self, tokens) -> np.ndarray:
         """Activations to the next stage; off the node when the instance is wider than one
