@@ -43,9 +43,9 @@ from solver.perf.arch import ModelArch
 
 ENGINE = _engine_params("vllm")
 from solver.catalog.calibration import engine_params
+from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans
 from solver.perf.validity import valid_mask
-from solver.profiles.tables import measured_tables
 from solver.schema.routing import Routing
 
 MODEL = "llama-3.1-70b"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from solver.perf.operators.tables import load_tables
 from solver.profiles.format import available, default_root  # noqa: E402
 from solver.profiles.loo import leave_one_out  # noqa: E402
 from solver.profiles.operators import OperatorProfiles  # noqa: E402
@@ -35,7 +36,7 @@ def main(argv=None) -> int:
     for hw, fw, family in available(root):
         if a.family and family not in a.family:
             continue
-        prof = loaded.get((hw, fw)) or OperatorProfiles.load(hw, fw, root=root)
+        prof = loaded.get((hw, fw)) or load_tables(hw, fw, root=root)
         loaded[(hw, fw)] = prof
         t0 = time.perf_counter()
         res = leave_one_out(prof.tables[family])

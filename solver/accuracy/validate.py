@@ -24,9 +24,9 @@ from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
-from solver.profiles.tables import measured_tables
 from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
 from solver.schema.validation import (

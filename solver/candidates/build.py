@@ -40,10 +40,10 @@ from solver.candidates.table import (
 )
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
 from solver.problem.load import ResolvedProblem
-from solver.profiles.tables import measured_tables
 from solver.schema.problem import Service
 from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 

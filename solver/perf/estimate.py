@@ -9,10 +9,10 @@ from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
+from solver.perf.operators.tables import measured_tables
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
-from solver.profiles.tables import measured_tables
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown

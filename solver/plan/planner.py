@@ -18,9 +18,9 @@ from solver.fleet import integerize as ints
 from solver.fleet import routes
 from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
+from solver.perf.operators.tables import measured_tables
 from solver.plan.transition import transition_report
 from solver.problem.load import ResolvedProblem, load_problem
-from solver.profiles.tables import measured_tables
 from solver.schema.result import (
     Assumptions,
     CalibrationUse,

@@ -1,14 +1,14 @@
 """Measured operator profiles: file format, importer, vectorised interpolation.
 
     from solver.profiles import OperatorProfiles
-    prof = OperatorProfiles.load("h100-sxm", "vllm")
+    prof = OperatorProfiles.load("h100-sxm", "vllm", bounds=...)  # see solver/perf/operators/tables.py
     est = prof.gemm(m=tokens, n=8192, k=8192, precision="fp8")  # est.seconds, est.source
 
 Modules: `format` (files and provenance), `interp` (grids, interpolation, source codes),
-`roofline` (plain bounds used for extrapolation), `operators` (per-hardware query API),
-`hooks` (terms for the stage model), `aic` (aiconfigurator-core importer), `collect` (own
-measurements with PyTorch), `shapes` (what the model cards need), `loo` (leave-one-out
-accuracy), `tables` (the tables of a set of cards). The `profiles` command is
+`operators` (per-hardware query API; the bounds it extrapolates by are passed in),
+`hooks` (table lookups in the stage model's terms), `aic` (aiconfigurator-core importer),
+`collect` (own measurements with PyTorch), `shapes` (what the model cards need), `loo`
+(leave-one-out accuracy), `tables` (the tables of a set of cards). The `profiles` command is
 `solver/cli/profiles.py`.
 """
 

@@ -1,11 +1,10 @@
-"""Measured-operator terms for the stage model (`solver/perf/stages.py`), on arrays over plans.
+"""Table lookups in the stage model's terms, on arrays over plans.
 
 Each function returns an `Estimate` (seconds per plan and a source code per plan) for one
-operator group of one layer (or the LM head), with the stage model's own roofline value as the
-`fallback`: where no measured table covers an operator (no profile for that hardware, an
-fp4 GEMM on Hopper, MLA attention, a TP group wider than the measured NVLink domain) the
-fallback is returned unchanged with source ROOFLINE, so a plan on hardware without profiles
-gets exactly the analytic model.
+operator group of one layer (or the LM head) from the measured tables. Where no table covers
+it (no profile for that hardware, an fp4 GEMM on Hopper, a TP group wider than the measured
+NVLink domain) the source is ROOFLINE and the seconds are NaN: the caller's operator model
+(solver/perf/operators/measured.py) answers those.
 
 Shapes follow vLLM/SGLang tensor parallelism: fused QKV (query heads split, KV heads split or
 replicated when TP exceeds them), row-parallel output projection, fused gate+up and down
@@ -22,49 +21,43 @@ from solver.profiles.operators import ProfileSet
 ACT_BYTES = 2.0
 
 
-def _combine(parts: list[Estimate], fallback) -> Estimate:
-    """Sum of several GEMMs; where any part has no table the block's fallback stands."""
+def _combine(parts: list[Estimate]) -> Estimate:
+    """Sum of several GEMMs; ROOFLINE (no answer) where any part has no table."""
     seconds = sum(p.seconds for p in parts)
     source = np.max(np.stack([p.source for p in parts]), axis=0)
-    if fallback is None:
-        return Estimate(seconds, source)
-    fb = np.broadcast_to(np.asarray(fallback, dtype=float), np.shape(seconds))
-    missing = source == ROOFLINE
-    return Estimate(np.where(missing, fb, seconds), source)
+    return Estimate(seconds, source)
 
 
 def attention_projections(prof: ProfileSet, hw, tokens, hidden: int, heads: int, kv_heads: int,
-                          head_dim: int, tp, precision, fallback=None) -> Estimate:
+                          head_dim: int, tp, precision) -> Estimate:
     """Fused QKV and output projection GEMMs of one GQA layer on one device."""
     tp = np.asarray(tp, dtype=float)
     q = np.ceil(heads / tp)
     kv = np.ceil(kv_heads / tp)
     qkv = prof.gemm(hw, tokens, (q + 2.0 * kv) * head_dim, hidden, precision)
     out = prof.gemm(hw, tokens, hidden, q * head_dim, precision)
-    return _combine([qkv, out], fallback)
+    return _combine([qkv, out])
 
 
 def dense_mlp(prof: ProfileSet, hw, tokens, hidden: int, intermediate: float, tp, precision,
-              gated: bool = True, fallback=None) -> Estimate:
+              gated: bool = True) -> Estimate:
     """Gate+up (fused) and down projections of a dense MLP split `tp` ways. For a ModelArch:
     intermediate = dense_mlp_params / (3 * hidden) when gated (2 * hidden otherwise)."""
     tp = np.asarray(tp, dtype=float)
     width = np.ceil(intermediate / tp)
     up = prof.gemm(hw, tokens, (2.0 if gated else 1.0) * width, hidden, precision)
     down = prof.gemm(hw, tokens, hidden, width, precision)
-    return _combine([up, down], fallback)
+    return _combine([up, down])
 
 
-def lm_head(prof: ProfileSet, hw, rows, hidden: int, vocab: int, tp, fallback=None) -> Estimate:
+def lm_head(prof: ProfileSet, hw, rows, hidden: int, vocab: int, tp) -> Estimate:
     """The LM head (bf16) on the rows that need logits, vocabulary split over TP."""
     tp = np.asarray(tp, dtype=float)
-    est = prof.gemm(hw, rows, np.ceil(vocab / tp), hidden, "bf16")
-    return _combine([est], fallback)
+    return prof.gemm(hw, rows, np.ceil(vocab / tp), hidden, "bf16")
 
 
 def prefill_attention(prof: ProfileSet, hw, pre_tokens, pre_prompt, heads: int, kv_heads: int,
-                      head_dim: int, tp, kv_precision, window: int | None = None,
-                      fallback=None) -> Estimate:
+                      head_dim: int, tp, kv_precision, window: int | None = None) -> Estimate:
     """Causal attention core of the prefill work of one iteration on one device.
 
     The table measures `batch` whole prompts of `isl` tokens. `pre_tokens` tokens of prompts of
@@ -91,12 +84,11 @@ def prefill_attention(prof: ProfileSet, hw, pre_tokens, pre_prompt, heads: int, 
         source = est.source
     seconds = np.where(tokens > 0, seconds, 0.0)
     source = np.where(tokens > 0, source, MEASURED).astype(np.int8)
-    return _combine([Estimate(seconds, source)], fallback)
+    return Estimate(seconds, source)
 
 
 def decode_attention(prof: ProfileSet, hw, seqs, context, heads: int, kv_heads: int,
-                     head_dim: int, tp, kv_precision, window: int | None = None,
-                     fallback=None) -> Estimate:
+                     head_dim: int, tp, kv_precision, window: int | None = None) -> Estimate:
     """One decode step's attention core: `seqs` sequences over `context` cached tokens (the
     window bounds the context on local layers)."""
     tp = np.asarray(tp, dtype=float)
@@ -109,24 +101,24 @@ def decode_attention(prof: ProfileSet, hw, seqs, context, heads: int, kv_heads: 
     # fewer than one sequence per rank on average (attention DP): that share of one's time
     seconds = np.where(seqs > 0, est.seconds * np.minimum(seqs, 1.0), 0.0)
     source = np.where(seqs > 0, est.source, MEASURED).astype(np.int8)
-    return _combine([Estimate(seconds, source)], fallback)
+    return Estimate(seconds, source)
 
 
-def tp_allreduce(prof: ProfileSet, hw, tokens, hidden: int, tp, domain, fallback=None) -> Estimate:
+def tp_allreduce(prof: ProfileSet, hw, tokens, hidden: int, tp, domain) -> Estimate:
     """The engine's all-reduce of the layer output (tokens x hidden, bf16) among `tp` devices
-    of one scale-up domain; wider groups (hierarchical, across nodes) keep the fallback."""
+    of one scale-up domain; wider groups (hierarchical, across nodes) have no table."""
     tp = np.asarray(tp, dtype=float)
     size = np.asarray(tokens, dtype=float) * hidden * ACT_BYTES
     inside = tp <= np.asarray(domain, dtype=float)
     gpus = np.where(inside & (tp > 1), tp, 2.0).astype(int)  # others are masked below
     est = prof.allreduce(hw, np.maximum(size, 1.0), gpus)
-    seconds = np.where(tp > 1, est.seconds, 0.0)
+    seconds = np.where(tp > 1, np.where(inside, est.seconds, np.nan), 0.0)
     source = np.where(tp > 1, np.where(inside, est.source, ROOFLINE), MEASURED).astype(np.int8)
-    return _combine([Estimate(seconds, source)], fallback)
+    return Estimate(seconds, source)
 
 
 def moe_experts(prof: ProfileSet, hw, tokens, hidden: int, expert_inter: int, num_experts: int,
-                top_k: int, moe_tp, ep, precision, fallback=None) -> Estimate:
+                top_k: int, moe_tp, ep, precision) -> Estimate:
     """The routed-expert computation of one MoE layer on one device, balanced routing.
 
     `tokens`: the tokens entering the layer across the whole MoE group (the group's devices
@@ -136,21 +128,21 @@ def moe_experts(prof: ProfileSet, hw, tokens, hidden: int, expert_inter: int, nu
     grouped gate/up and down GEMMs, the activation and the top-k weighted sum (TensorRT-LLM's
     rows also include the top-k routing kernel). Not included: the router GEMM, shared experts,
     dispatch/combine all-to-all, the TP all-reduce. Shapes, precisions (fp4) or hardware without
-    a measured table keep the `fallback` (source ROOFLINE)."""
+    a measured table have no answer (source ROOFLINE)."""
     tokens = np.asarray(tokens, dtype=float)
     est = prof.moe_experts(hw, np.maximum(tokens, 1.0), moe_tp, ep, precision, hidden_size=hidden,
                            inter_size=expert_inter, topk=top_k, num_experts=num_experts)
     seconds = np.where(tokens > 0, est.seconds, 0.0)
     source = np.where(tokens > 0, est.source, MEASURED).astype(np.int8)
-    return _combine([Estimate(seconds, source)], fallback)
+    return Estimate(seconds, source)
 
 
 def moe_router_and_shared(prof: ProfileSet, hw, tokens, hidden: int, num_experts: int,
-                          shared_inter: float, tp, precision, fallback=None) -> Estimate:
+                          shared_inter: float, tp, precision) -> Estimate:
     """The rest of one MoE block's compute on one device: the router GEMM (bf16, replicated:
     tokens x hidden -> num_experts logits) and the shared experts as a gated MLP of total width
     `shared_inter` split over TP (0: none)."""
     parts = [prof.gemm(hw, tokens, num_experts, hidden, "bf16")]
     if shared_inter:
         parts.append(dense_mlp(prof, hw, tokens, hidden, shared_inter, tp, precision))
-    return _combine(parts, fallback)
+    return _combine(parts)

@@ -13,7 +13,8 @@ Every answer carries a source code:
     2 EXTRAPOLATED  outside the measured range on some axis, or it leans on a grid cell the
                     collector did not measure (filled at load time, see below), or the group
                     itself was not measured and a neighbouring group stood in
-    3 ROOFLINE      no table for this operator: the caller's analytic estimate is returned
+    3 ROOFLINE      no table for this operator: no number here (NaN); the operator model
+                    answers with its roofline
 
 Outside the measured range the achieved efficiency of the nearest boundary point is held:
 eff = roofline(boundary) / measured(boundary), and the answer is roofline(query) / eff. The same
@@ -21,8 +22,9 @@ rule fills the holes of a partly measured grid (collectors skip large batch x lo
 cells): a hole takes the efficiency of the nearest measured cell along the first axis that has
 one (then the next axis, ...), so interpolation never mixes in a made-up number unflagged.
 
-`roofline` here is the plain bound max(FLOPs / peak, bytes / HBM bandwidth) from the hardware
-card's nominal numbers (links: alpha + bytes / bandwidth); only its ratios are used, so any
+`roofline` here is a bound the table's owner passes in per group (the operator model's plain
+max(FLOPs / peak, bytes / HBM bandwidth) from the hardware card's nominal numbers, links:
+alpha + bytes / bandwidth; solver/perf/operators/bounds.py); only its ratios are used, so any
 constant efficiency factor cancels.
 """
 
@@ -290,12 +292,10 @@ class GroupedTable:
         self,
         key_values: Mapping[str, object],
         xs: Sequence[np.ndarray],
-        fallback: np.ndarray | None = None,
     ) -> Estimate:
         """Seconds at `xs` for the groups named by `key_values` (scalars or arrays).
 
-        Keys with no table and no stand-in answer `fallback` (the caller's own estimate; the
-        plain roofline when None) with source ROOFLINE."""
+        Keys with no table and no stand-in have no answer: NaN seconds, source ROOFLINE."""
         arrays = [np.asarray(x, dtype=float) for x in xs]
         kv = [np.asarray(key_values[k]) for k in self.keys]
         shape = np.broadcast_shapes(*(a.shape for a in arrays + kv)) if (arrays or kv) else ()
@@ -304,7 +304,6 @@ class GroupedTable:
         n = int(np.prod(shape)) if shape else 1
         seconds = np.zeros(n)
         source = np.full(n, ROOFLINE, dtype=np.int8)
-        fb = None if fallback is None else np.broadcast_to(np.asarray(fallback, dtype=float), shape).ravel()
         parts = split_by_keys(kv, n)
         for key, rows in parts:
             sub = [a[rows] for a in arrays]
@@ -321,7 +320,7 @@ class GroupedTable:
                 seconds[rows] = est.seconds * r_q / np.maximum(r_o, 1e-30)
                 source[rows] = EXTRAPOLATED
                 continue
-            seconds[rows] = fb[rows] if fb is not None else np.asarray(self.roofline(key, sub), dtype=float)
+            seconds[rows] = np.nan
             source[rows] = ROOFLINE
         return Estimate(seconds.reshape(shape), source.reshape(shape))
 

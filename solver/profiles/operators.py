@@ -1,12 +1,17 @@
 """Measured operator profiles of one (hardware, serving engine), queried on numpy arrays.
 
-    prof = OperatorProfiles.load("h100-sxm", "vllm")
+    prof = OperatorProfiles.load("h100-sxm", "vllm", bounds=...)  # see solver/perf/operators/tables.py
     est = prof.gemm(m=tokens, n=8192, k=8192, precision="fp8")   # Estimate(seconds, source)
 
-Every method takes arrays (broadcast together) and an optional `fallback`: the caller's own
-analytic time for the same operator, returned (with source ROOFLINE) where no table covers
-the query. Without a fallback the plain roofline of `roofline.py` is returned.
-`ProfileSet` does the same over plans that mix hardware types (an index per plan).
+Every method takes arrays (broadcast together). Where no table covers a query the answer is
+NaN seconds with source ROOFLINE: the operator model (solver/perf/operators/measured.py) puts
+its own roofline there. `ProfileSet` does the same over plans that mix hardware types (an
+index per plan).
+
+Extrapolation beyond a table's measured range, the filling of unmeasured grid cells and the
+stand-in for an unmeasured attention group scale by a bound per table family (`TableBounds`):
+the operator model's plain roofline of the card (solver/perf/operators/bounds.py), passed in
+or, by default, built from the card.
 """
 
 from __future__ import annotations
@@ -14,25 +19,25 @@ from __future__ import annotations
 import math
 import threading
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from solver.errors import InputError
-from solver.profiles import roofline as rl
-from solver.profiles.format import (
-    FAMILIES,
-    Provenance,
-    csv_path_of,
-    load_table,
-    profile_folder,
-)
-from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, split_by_keys
+from solver.profiles.format import Provenance, csv_path_of, load_table, profile_folder
+from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, GroupRoofline
 from solver.schema.cards import PRECISIONS, HardwareCard
 
 DEFAULT_FRAMEWORK = "vllm"
+# the families the operator model draws time from, and so the ones loaded (and listed in a
+# plan's assumptions). The `collectives` tables (nccl-tests all-reduce, all-gather,
+# reduce-scatter, all-to-all inside one NVLink domain) stay in the file format for collectors
+# and `profiles check`, but no operator asks them: the TP all-reduce reads the engine's own
+# `allreduce` table, and the MoE dispatch/combine of attention data parallelism stays on its
+# link model (the engines dispatch with their own kernels, not NCCL's all-to-all, and wide
+# expert parallelism spans nodes, beyond what one domain's table covers).
+QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts")
 KV_DTYPES = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4"}
 
 
@@ -55,14 +60,20 @@ _NEIGHBOURS = {
     "attention_generation": _attention_neighbour,
 }
 
+class TableBounds(Protocol):
+    """The bound each table family scales by (hashable: tables are cached per bounds)."""
+
+    def family(self, name: str) -> GroupRoofline: ...
+
+
 _CACHE: dict[tuple, tuple[GroupedTable, Provenance]] = {}
 _LOCK = threading.Lock()
 
 
-def build_table(path: Path, peaks: rl.Peaks, verify: bool = True) -> tuple[GroupedTable, Provenance]:
-    """Load a profile CSV (hash-checked) into a queryable table; cached per file and peaks."""
+def build_table(path: Path, bounds: TableBounds, verify: bool = True) -> tuple[GroupedTable, Provenance]:
+    """Load a profile CSV (hash-checked) into a queryable table; cached per file and bounds."""
     st = path.stat()
-    ck = (str(path.resolve()), st.st_mtime_ns, st.st_size, peaks, verify)
+    ck = (str(path.resolve()), st.st_mtime_ns, st.st_size, bounds, verify)
     with _LOCK:
         hit = _CACHE.get(ck)
     if hit is not None:
@@ -72,7 +83,7 @@ def build_table(path: Path, peaks: rl.Peaks, verify: bool = True) -> tuple[Group
     fam = t.provenance.family
     table = GroupedTable.from_columns(
         spec.keys, spec.axes, t.columns, t.columns[spec.value] * 1e-6,
-        partial(rl.FAMILY_ROOFLINES[fam], peaks), _NEIGHBOURS.get(fam),
+        bounds.family(fam), _NEIGHBOURS.get(fam),
     )
     with _LOCK:
         _CACHE[ck] = (table, t.provenance)
@@ -104,7 +115,7 @@ class OperatorProfiles:
 
     hardware: str
     framework: str
-    peaks: rl.Peaks
+    bounds: TableBounds
     tables: dict[str, GroupedTable] = field(default_factory=dict)
     provenance: dict[str, Provenance] = field(default_factory=dict)
     folder: Path | None = None
@@ -116,102 +127,81 @@ class OperatorProfiles:
         framework: str = DEFAULT_FRAMEWORK,
         root: Path | str | None = None,
         verify: bool = True,
+        *,
+        bounds: Callable[[HardwareCard], TableBounds],
     ) -> OperatorProfiles:
         """The profiles under `<root>/<hardware>/<framework>/` (root: FLEETPLAN_PROFILES or the
-        shipped `hardware/profiles`). No folder: an empty set (every query roofline-only)."""
+        shipped `hardware/profiles`). No folder: an empty set (no query answered). `bounds`: the
+        laws the tables extrapolate by, per card (the performance model's, given by
+        `solver/perf/operators/tables.py`)."""
         if isinstance(hardware, str):
             from solver.catalog.shipped import hardware_card
 
             card = hardware_card(hardware)
         else:
             card = hardware
-        peaks = rl.Peaks.from_card(card)
+        card_law = bounds(card)
         folder = profile_folder(card.name, framework, root)
-        prof = cls(card.name, framework, peaks, folder=folder if folder.is_dir() else None)
+        prof = cls(card.name, framework, card_law, folder=folder if folder.is_dir() else None)
         if prof.folder is None:
             if root is not None and not Path(root).is_dir():
                 raise InputError(f"{root}: no such profiles folder")
             return prof
-        for family in FAMILIES:
+        for family in QUERIED_FAMILIES:
             p = csv_path_of(folder, family)
             if p is None:
                 continue
-            prof.tables[family], prof.provenance[family] = build_table(p, peaks, verify)
+            prof.tables[family], prof.provenance[family] = build_table(p, card_law, verify)
         return prof
 
     @property
     def measured(self) -> bool:
         return bool(self.tables)
 
-    def _query(self, family: str, keys: Mapping[str, object], xs: Sequence, fallback) -> Estimate:
+    def _query(self, family: str, keys: Mapping[str, object], xs: Sequence) -> Estimate:
         table = self.tables.get(family)
         if table is None:
-            arrays = [np.asarray(x, dtype=float) for x in xs]
-            shape = np.broadcast_shapes(*(a.shape for a in arrays),
-                                        *(np.shape(v) for v in keys.values()))
-            if fallback is not None:
-                sec = np.broadcast_to(np.asarray(fallback, dtype=float), shape).astype(float)
-            else:
-                sec = self._plain_roofline(family, keys, arrays, shape)
-            return Estimate(sec, np.full(shape, ROOFLINE, dtype=np.int8))
-        return table.query(keys, xs, fallback)
-
-    def _plain_roofline(self, family, keys, arrays, shape) -> np.ndarray:
-        spec = FAMILIES[family]
-        kv = [np.broadcast_to(np.asarray(keys[k]), shape).ravel() for k in spec.keys]
-        xs = [np.broadcast_to(a, shape).ravel() for a in arrays]
-        n = int(np.prod(shape)) if shape else 1
-        out = np.zeros(n)
-        fn = rl.FAMILY_ROOFLINES[family]
-        for key, rows in split_by_keys(kv, n):
-            out[rows] = fn(self.peaks, key, [x[rows] for x in xs])
-        return out.reshape(shape)
+            shape = np.broadcast_shapes(*(np.shape(x) for x in xs), *(np.shape(v) for v in keys.values()))
+            return Estimate(np.full(shape, np.nan), np.full(shape, ROOFLINE, dtype=np.int8))
+        return table.query(keys, xs)
 
     # ---- operators -----------------------------------------------------------------------
 
-    def gemm(self, m, n, k, precision="bf16", fallback=None) -> Estimate:
+    def gemm(self, m, n, k, precision="bf16") -> Estimate:
         """Y[m,n] = X[m,k] W[k,n] with weights (and math) in `precision` (bf16 / fp8 / fp4,
         names or fleetplan precision codes)."""
-        return self._query("gemm", {"dtype": _dtype_names(precision)}, [m, n, k], fallback)
+        return self._query("gemm", {"dtype": _dtype_names(precision)}, [m, n, k])
 
     def attention_context(self, batch, isl_tokens, num_heads, num_kv_heads, head_dim,
-                          kv_precision="bf16", fallback=None) -> Estimate:
+                          kv_precision="bf16") -> Estimate:
         """Causal prefill attention of `batch` prompts of `isl_tokens` (per-device heads)."""
         keys = {"kv_dtype": _dtype_names(kv_precision), "num_heads": num_heads,
                 "num_kv_heads": num_kv_heads, "head_dim": head_dim}
-        return self._query("attention_context", keys, [batch, isl_tokens], fallback)
+        return self._query("attention_context", keys, [batch, isl_tokens])
 
     def attention_generation(self, batch, kv_tokens, num_heads, num_kv_heads, head_dim,
-                             kv_precision="bf16", fallback=None) -> Estimate:
+                             kv_precision="bf16") -> Estimate:
         """One decode step of `batch` sequences over `kv_tokens` of cache (per-device heads)."""
         keys = {"kv_dtype": _dtype_names(kv_precision), "num_heads": num_heads,
                 "num_kv_heads": num_kv_heads, "head_dim": head_dim}
-        return self._query("attention_generation", keys, [batch, kv_tokens], fallback)
+        return self._query("attention_generation", keys, [batch, kv_tokens])
 
-    def allreduce(self, message_bytes, num_gpus, fallback=None) -> Estimate:
+    def allreduce(self, message_bytes, num_gpus) -> Estimate:
         """The engine's TP all-reduce of `message_bytes` per GPU (bf16) among `num_gpus`."""
         return self._query("allreduce", {"dtype": "bf16", "num_gpus": num_gpus},
-                           [message_bytes], fallback)
-
-    def collective(self, op: str, message_bytes, num_gpus, fallback=None) -> Estimate:
-        """NCCL `op` (all_reduce, all_gather, reduce_scatter, alltoall), fp16 payload."""
-        return self._query("collectives", {"op": op, "dtype": "fp16", "num_gpus": num_gpus},
-                           [message_bytes], fallback)
-
-    def _collective(self, message_bytes, num_gpus, fallback=None, op: str = "all_reduce") -> Estimate:
-        return self.collective(op, message_bytes, num_gpus, fallback)
+                           [message_bytes])
 
     def moe_experts(self, num_tokens, moe_tp, moe_ep, precision="bf16", *, hidden_size: int,
                     inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",
-                    fallback=None) -> Estimate:
+                    ) -> Estimate:
         """The routed experts of one MoE layer on one device: `num_tokens` tokens entering the
         layer across the MoE group, experts split `moe_ep` ways, each expert's width split
         `moe_tp` ways (`inter_size` is the whole width). Precision fp8 reads the block-scaled
-        FP8 rows (`MOE_DTYPES`). Shapes not measured exactly answer the fallback."""
+        FP8 rows (`MOE_DTYPES`). Shapes not measured exactly have no answer."""
         keys = {"dtype": _moe_dtype_names(precision), "distribution": distribution,
                 "hidden_size": hidden_size, "inter_size": inter_size, "topk": topk,
                 "num_experts": num_experts}
-        return self._query("moe_experts", keys, [num_tokens, moe_tp, moe_ep], fallback)
+        return self._query("moe_experts", keys, [num_tokens, moe_tp, moe_ep])
 
 
 @dataclass
@@ -222,49 +212,45 @@ class ProfileSet:
 
     @classmethod
     def load(cls, cards: Sequence[HardwareCard], framework: str = DEFAULT_FRAMEWORK,
-             root: Path | str | None = None) -> ProfileSet:
-        return cls(tuple(OperatorProfiles.load(c, framework, root) for c in cards))
+             root: Path | str | None = None, *,
+             bounds: Callable[[HardwareCard], TableBounds]) -> ProfileSet:
+        return cls(tuple(OperatorProfiles.load(c, framework, root, bounds=bounds) for c in cards))
 
-    def _each(self, method: str, hw, args: Sequence, fallback, **kw) -> Estimate:
+    def _each(self, method: str, hw, args: Sequence, **kw) -> Estimate:
         hw = np.asarray(hw, dtype=int)
         arrays = [np.asarray(a) for a in args]
-        shape = np.broadcast_shapes(hw.shape, *(a.shape for a in arrays),
-                                    *(() if fallback is None else (np.shape(fallback),)))
+        shape = np.broadcast_shapes(hw.shape, *(a.shape for a in arrays))
         hw_b = np.broadcast_to(hw, shape)
         seconds = np.zeros(shape)
         source = np.full(shape, ROOFLINE, dtype=np.int8)
-        fb = None if fallback is None else np.broadcast_to(np.asarray(fallback, dtype=float), shape)
         for i in np.unique(hw_b):
             sel = hw_b == i
             sub = [np.broadcast_to(a, shape)[sel] for a in arrays]
-            est = getattr(self.members[i], method)(*sub, fallback=None if fb is None else fb[sel], **kw)
+            est = getattr(self.members[i], method)(*sub, **kw)
             seconds[sel], source[sel] = est.seconds, est.source
         return Estimate(seconds, source)
 
-    def gemm(self, hw, m, n, k, precision, fallback=None) -> Estimate:
-        return self._each("gemm", hw, [m, n, k, _dtype_names(precision)], fallback)
+    def gemm(self, hw, m, n, k, precision) -> Estimate:
+        return self._each("gemm", hw, [m, n, k, _dtype_names(precision)])
 
     def attention_context(self, hw, batch, isl_tokens, num_heads, num_kv_heads, head_dim,
-                          kv_precision, fallback=None) -> Estimate:
+                          kv_precision) -> Estimate:
         return self._each("attention_context", hw,
                           [batch, isl_tokens, num_heads, num_kv_heads, head_dim,
-                           _dtype_names(kv_precision)], fallback)
+                           _dtype_names(kv_precision)])
 
     def attention_generation(self, hw, batch, kv_tokens, num_heads, num_kv_heads, head_dim,
-                             kv_precision, fallback=None) -> Estimate:
+                             kv_precision) -> Estimate:
         return self._each("attention_generation", hw,
                           [batch, kv_tokens, num_heads, num_kv_heads, head_dim,
-                           _dtype_names(kv_precision)], fallback)
+                           _dtype_names(kv_precision)])
 
-    def allreduce(self, hw, message_bytes, num_gpus, fallback=None) -> Estimate:
-        return self._each("allreduce", hw, [message_bytes, num_gpus], fallback)
-
-    def collective(self, hw, op: str, message_bytes, num_gpus, fallback=None) -> Estimate:
-        return self._each("_collective", hw, [message_bytes, num_gpus], fallback, op=op)
+    def allreduce(self, hw, message_bytes, num_gpus) -> Estimate:
+        return self._each("allreduce", hw, [message_bytes, num_gpus])
 
     def moe_experts(self, hw, num_tokens, moe_tp, moe_ep, precision, *, hidden_size: int,
                     inter_size: int, topk: int, num_experts: int, distribution: str = "balanced",
-                    fallback=None) -> Estimate:
+                    ) -> Estimate:
         return self._each("moe_experts", hw, [num_tokens, moe_tp, moe_ep, _dtype_names(precision)],
-                          fallback, hidden_size=hidden_size, inter_size=inter_size, topk=topk,
+                          hidden_size=hidden_size, inter_size=inter_size, topk=topk,
                           num_experts=num_experts, distribution=distribution)

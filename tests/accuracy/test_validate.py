@@ -18,8 +18,8 @@ from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans
-from solver.profiles.tables import measured_tables
 
 HEADER = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,note\n"
 ROWS = (

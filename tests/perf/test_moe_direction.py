@@ -15,11 +15,11 @@ import pytest
 
 from solver.candidates.build import slo_of, workload_of
 from solver.perf import runtime as rt
+from solver.perf.operators.tables import measured_tables
 from solver.perf.stages import Load, stage_time
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, load_problem
-from solver.profiles.tables import measured_tables
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -18,6 +18,7 @@ import pytest
 
 from solver.cli import profiles as cli
 from solver.errors import InputError
+from solver.perf.operators.tables import load_tables
 from solver.profiles.format import available, load_table, read_provenance, shipped_root
 
 DEFAULT_AIC = "/tmp/aicvenv/lib/python3.11/site-packages/aiconfigurator_core/systems"
@@ -77,7 +78,6 @@ def test_conversion_reproduces_the_shipped_files(hardware, framework):
 @needs_aic
 def test_import_writes_loadable_profiles(tmp_path):
     from solver.profiles.aic import import_aic
-    from solver.profiles.operators import OperatorProfiles
 
     paths = import_aic("h100_sxm", "sglang", source=AIC, out_dir=tmp_path,
                        models=["llama-3.1-8b"])
@@ -87,7 +87,7 @@ def test_import_writes_loadable_profiles(tmp_path):
         t = load_table(p)
         assert t.provenance.framework in ("sglang", "nccl")
         assert t.provenance.source.file_sha256 and len(t.provenance.source.file_sha256) == 64
-    prof = OperatorProfiles.load("h100-sxm", "sglang", root=tmp_path)
+    prof = load_tables("h100-sxm", "sglang", root=tmp_path)
     est = prof.gemm([16.0], 6144, 4096, "bf16")  # Llama-3.1-8B QKV at TP 1
     assert est.source[0] <= 1
     # the 8B-only filter keeps fewer shapes than the shipped all-cards one

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from solver.perf.operators.tables import load_tables
 from solver.profiles.format import available, shipped_root
 from solver.profiles.loo import leave_one_out
-from solver.profiles.operators import OperatorProfiles
 
 FAMILIES = ("gemm", "attention_context", "attention_generation", "moe_experts")
 CASES = sorted({(hw, fw) for hw, fw, fam in available(shipped_root()) if fam in FAMILIES})
@@ -21,7 +21,7 @@ def test_the_required_tables_are_shipped():
 @pytest.mark.parametrize("hardware,framework", CASES)
 @pytest.mark.parametrize("family", FAMILIES)
 def test_leave_one_out_median_error_at_most_5_percent(hardware, framework, family, capsys):
-    prof = OperatorProfiles.load(hardware, framework)
+    prof = load_tables(hardware, framework)
     res = leave_one_out(prof.tables[family])
     s = res.stats()
     with capsys.disabled():

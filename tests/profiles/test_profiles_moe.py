@@ -1,5 +1,6 @@
 """The routed-expert (MoE) tables: hand-checked rows of the shipped conversion, interpolation
-between measured points, extrapolation and the roofline fallback of `hooks.moe_experts`.
+between measured points, extrapolation, no answer from `hooks.moe_experts` where no table covers,
+and the measured MoE block of the operator model (solver/perf/operators/measured.py).
 
 The literal latencies below are rows of hardware/profiles/h100-sxm/<engine>/moe_experts.csv.gz,
 checked by hand against aiconfigurator-core 0.12.0's moe_perf.parquet (milliseconds there):
@@ -17,9 +18,9 @@ import numpy as np
 import pytest
 
 from solver.catalog.shipped import hardware_card
+from solver.perf.operators.tables import load_table_set, load_tables
 from solver.profiles import hooks
 from solver.profiles.interp import EXTRAPOLATED, INTERPOLATED, MEASURED, ROOFLINE
-from solver.profiles.operators import OperatorProfiles, ProfileSet
 
 QWEN = dict(hidden_size=4096, inter_size=1536, topk=8, num_experts=128)
 MAVERICK = dict(hidden_size=5120, inter_size=8192, topk=1, num_experts=128)
@@ -27,12 +28,12 @@ MAVERICK = dict(hidden_size=5120, inter_size=8192, topk=1, num_experts=128)
 
 @pytest.fixture(scope="module")
 def trt():
-    return OperatorProfiles.load("h100-sxm", "trtllm")
+    return load_tables("h100-sxm", "trtllm")
 
 
 @pytest.fixture(scope="module")
 def vllm():
-    return OperatorProfiles.load("h100-sxm", "vllm")
+    return load_tables("h100-sxm", "vllm")
 
 
 def test_measured_rows_read_back_exactly(trt, vllm):
@@ -73,22 +74,20 @@ def test_outside_the_measured_range_holds_efficiency_and_scales_by_the_roofline(
     assert 0.4 * 2654.0e-6 < both.seconds < 2654.0e-6
 
 
-def test_hook_falls_back_where_no_table_covers_the_shape():
-    ps = ProfileSet.load([hardware_card("h100-sxm"), hardware_card("mi300x")], "trtllm")
+def test_hook_has_no_answer_where_no_table_covers_the_shape():
+    ps = load_table_set([hardware_card("h100-sxm"), hardware_card("mi300x")], "trtllm")
     hw = np.array([0, 0, 1, 0, 0])
     tokens = np.array([2048.0, 2048.0, 2048.0, 0.0, 2048.0])
     prec = np.array([1, 2, 1, 1, 1])  # fp8, fp4 (no fp4 MoE table on Hopper), fp8 ...
-    fb = np.array([7.0, 7.0, 7.0, 7.0, 7.0])
-    est = hooks.moe_experts(ps, hw, tokens, 4096, 1536, 128, 8, np.ones(5), np.full(5, 8), prec,
-                            fallback=fb)
+    est = hooks.moe_experts(ps, hw, tokens, 4096, 1536, 128, 8, np.ones(5), np.full(5, 8), prec)
     assert est.seconds[0] == pytest.approx(232.06e-6) and est.source[0] == MEASURED
-    assert est.seconds[1] == 7.0 and est.source[1] == ROOFLINE  # fp4
-    assert est.seconds[2] == 7.0 and est.source[2] == ROOFLINE  # mi300x: no tables
+    assert np.isnan(est.seconds[1]) and est.source[1] == ROOFLINE  # fp4
+    assert np.isnan(est.seconds[2]) and est.source[2] == ROOFLINE  # mi300x: no tables
     assert est.seconds[3] == 0.0 and est.source[3] == MEASURED  # no tokens, no time
-    # a shape no card has (hidden 8192): the fallback, not a neighbour's number
+    # a shape no card has (hidden 8192): no answer, not a neighbour's number
     other = hooks.moe_experts(ps, hw[:1], tokens[:1], 8192, 1536, 128, 8, np.ones(1), np.full(1, 8),
-                              prec[:1], fallback=fb[:1])
-    assert other.seconds[0] == 7.0 and other.source[0] == ROOFLINE
+                              prec[:1])
+    assert np.isnan(other.seconds[0]) and other.source[0] == ROOFLINE
 
 
 def test_the_table_covers_every_moe_card_on_both_engines():
@@ -100,7 +99,7 @@ def test_the_table_covers_every_moe_card_on_both_engines():
     assert len(shapes) == 6
     for fw in ("vllm", "trtllm"):
         for hw in ("h100-sxm", "h200-sxm"):
-            prof = OperatorProfiles.load(hw, fw)
+            prof = load_tables(hw, fw)
             for s in shapes:
                 kw = dict(hidden_size=s.hidden_size, inter_size=s.inter_size, topk=s.topk,
                           num_experts=s.num_experts)
@@ -110,38 +109,35 @@ def test_the_table_covers_every_moe_card_on_both_engines():
             assert "balanced only" in meta.selection and meta.source.path.endswith("moe_perf.parquet")
 
 
-# ---- the stage model's MoE block (solver/perf/stages.py) -------------------------------------
+# ---- the operator model's measured MoE block (solver/perf/operators/measured.py) -------------
 
 
 def _moe_block(routing=None, tokens=16384.0, wprec=1, hw_name="h100-sxm"):
-    """`_measured_moe` for Qwen3-235B at TP 8 / EP 8 (moe_tp 1), one rank's `tokens`."""
+    """`MeasuredTimes.moe_block` for Qwen3-235B at TP 8 / EP 8 (moe_tp 1), one rank's `tokens`;
+    with the router's table time, the busiest rank's share and the block's own roofline."""
     from solver.catalog import shipped
     from solver.perf.arch import ModelArch
-    from solver.perf.stages import _measured_moe
-    from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
+    from solver.perf.operators import MeasuredTimes, RooflineTimes
+    from solver.perf.tables import HardwareTable, Plans
     from solver.profiles.interp import SourceTally
     from solver.schema.engine import EngineParams
 
     card = hardware_card(hw_name)
     hw = HardwareTable.from_cards([card], engine=EngineParams(),
-                                  profiles=ProfileSet.load([card], "trtllm"))
+                                  profiles=load_table_set([card], "trtllm"))
     arch = ModelArch.from_card(shipped.model_card("qwen3-235b-a22b")).with_routing(routing)
     plans = Plans.of(hw=0, tp=8, pp=1, ep=8, dp=1, batch=1, wprec=wprec, kvprec=wprec)
     tok = np.array([tokens])
-    r = arch.expert_routing
-    busiest, touched = r.busiest_share(plans.ep), r.touched(tok, plans.ep)
-    flops = hw.gemm_flops[0, wprec]
-    mem_bw = hw.hbm_bw[0] * hw.mem_eff[0]
     tally = SourceTally(1)
-    block = np.array([1.0])  # the block's roofline: must only appear where no table covers
-    out = _measured_moe(arch, hw.profiles, plans.hw, plans, tok, tok, np.array([1.0]), busiest,
-                        touched, flops, mem_bw, PRECISION_BYTES[plans.wprec], block, tally, 1.0)
+    roofline = RooflineTimes(arch, hw, plans)
+    out = MeasuredTimes(roofline, hw.profiles, tally).moe_block(tok)
     router = hw.profiles.gemm(plans.hw, tok, 128, 4096, "bf16").seconds
-    return out, tally, router, busiest
+    busiest = arch.expert_routing.busiest_share(plans.ep)
+    return out, tally, router, busiest, roofline.moe_block(tok)
 
 
 def test_balanced_prefill_takes_the_measured_experts_unchanged():
-    out, tally, router, _ = _moe_block()
+    out, tally, router, _, _ = _moe_block()
     # 16384 tokens: every local expert is read under both routings and the pairs are equal
     np.testing.assert_allclose(out, 1455.2e-6 + router, rtol=1e-12)
     shares = tally.shares()
@@ -149,7 +145,7 @@ def test_balanced_prefill_takes_the_measured_experts_unchanged():
 
 
 def test_balanced_decode_reads_fewer_experts_than_the_collectors_spread():
-    out, tally, router, _ = _moe_block(tokens=16.0)
+    out, tally, router, _, _ = _moe_block(tokens=16.0)
     # table: 16 tokens x top-8 / EP 8 = 16 pairs spread over all 16 local experts; uniform
     # routing touches 16 (1 - (120/128)^16) = 10.30 of them. Memory-bound (fp8 weights):
     w = 3 * 4096 * 1536  # one expert's parameters
@@ -164,7 +160,7 @@ def test_balanced_decode_reads_fewer_experts_than_the_collectors_spread():
 def test_skewed_prefill_scales_by_the_busiest_rank_share():
     from solver.schema.routing import Routing
 
-    out, tally, router, busiest = _moe_block(Routing(kind="hottest", hottest_share=0.07))
+    out, tally, router, busiest, _ = _moe_block(Routing(kind="hottest", hottest_share=0.07))
     # compute-bound at 16384 tokens: the busiest rank computes busiest x 8 times the even share
     assert busiest[0] * 8 == pytest.approx(1.087, abs=1e-3)  # 13.6% of the pairs on one rank of 8
     np.testing.assert_allclose(out, 1455.2e-6 * busiest[0] * 8 + router, rtol=1e-9)
@@ -172,7 +168,7 @@ def test_skewed_prefill_scales_by_the_busiest_rank_share():
 
 
 def test_without_a_moe_table_the_block_roofline_stands():
-    out, tally, _, _ = _moe_block(wprec=2)  # fp4: no MoE table on Hopper
-    assert out[0] == 1.0 and tally.shares()["roofline"][0] == 1.0
-    out, tally, _, _ = _moe_block(hw_name="b200")  # no tables at all
-    assert out[0] == 1.0 and tally.shares()["roofline"][0] == 1.0
+    out, tally, _, _, block = _moe_block(wprec=2)  # fp4: no MoE table on Hopper
+    assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0
+    out, tally, _, _, block = _moe_block(hw_name="b200")  # no tables at all
+    assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0
