@@ -22,6 +22,7 @@ import numpy as np
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
+from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
@@ -148,7 +149,7 @@ def predict_rows(
                 bad = sel[int(np.flatnonzero(mask)[0])]
                 raise InputError(f"{path}:{bad.line}: tp/pp/ep/dp: {RULES[rule]} ({model})")
         wl = rt.Workload(col("input_tokens").astype(float), col("output_tokens").astype(float))  # type: ignore[arg-type]
-        cl = rt.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
+        cl = loop.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
         ttft[idx] = cl.ttft_ms
         tpot[idx] = cl.tpot_ms
     return ttft, tpot

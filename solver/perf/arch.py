@@ -60,49 +60,8 @@ class ModelArch:
     def from_card(cls, card: ModelCard) -> ModelArch:
         a = card.attention
         h = card.hidden_size
-        if a.kind == "mla":
-            m = a.mla
-            if m is None:  # the card validator guarantees an mla block for kind 'mla'
-                raise TypeError(f"model {card.name}: attention.kind 'mla' without an mla block")
-            qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-            if m.q_lora_rank:
-                q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a.num_heads * qk
-            else:
-                q = h * a.num_heads * qk
-            kv = (
-                h * (m.kv_lora_rank + m.qk_rope_head_dim)
-                + m.kv_lora_rank
-                + m.kv_lora_rank * a.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
-            )
-            o = a.num_heads * m.v_head_dim * h
-            # q_a_proj, kv_a_proj_with_mqa and their norms are replicated on every TP rank in
-            # vLLM and SGLang; only the up-projections are split
-            replicated = (
-                (h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0)
-                + h * (m.kv_lora_rank + m.qk_rope_head_dim)
-                + m.kv_lora_rank
-            )
-            kv_elems = m.kv_lora_rank + m.qk_rope_head_dim
-            qk_dim, v_dim = qk, m.v_head_dim
-        else:
-            q = h * a.num_heads * a.head_dim
-            kv = 2 * h * a.num_kv_heads * a.head_dim
-            o = a.num_heads * a.head_dim * h
-            kv_elems = 2 * a.num_kv_heads * a.head_dim
-            qk_dim = v_dim = a.head_dim
-            replicated = 0
-        mats = 3 if card.gated_mlp else 2
-        has_dense = card.intermediate_size is not None and card.num_layers > card.num_moe_layers
-        dense = mats * h * card.intermediate_size if has_dense else 0
-        moe = card.moe
-        if moe is not None:
-            expert = mats * h * moe.expert_intermediate_size
-            shared_width = moe.shared_expert_intermediate_size or moe.expert_intermediate_size
-            shared = moe.shared_experts * mats * h * shared_width
-            router = h * moe.num_experts
-            n_exp, top_k = moe.num_experts, moe.experts_per_token
-        else:
-            expert = shared = router = n_exp = top_k = 0
+        attn = _mla_attention(card) if a.kind == "mla" else _mha_attention(card)
+        mlp = _mlp_blocks(card)
         moe_layers = card.num_moe_layers
         local = a.local
         if local is None:
@@ -119,25 +78,14 @@ class ModelArch:
             kv_heads=a.num_kv_heads,
             head_dim=a.head_dim,
             is_mla=a.kind == "mla",
-            attn_q_params=q,
-            attn_kv_params=kv,
-            attn_o_params=o,
-            attn_replicated_params=replicated,
-            dense_mlp_params=dense,
-            expert_params=expert,
-            shared_expert_params=shared,
-            router_params=router,
-            num_experts=n_exp,
-            top_k=top_k,
+            **attn,
+            **mlp,
             moe_layers=moe_layers,
             dense_layers=card.num_layers - moe_layers,
             norm_params_per_layer=2 * h,
             gated_mlp=card.gated_mlp,
             embed_params=card.vocab_size * h,
             lm_head_params=0 if card.tie_word_embeddings else card.vocab_size * h,
-            qk_dim=qk_dim,
-            v_dim=v_dim,
-            kv_cache_elems_per_token_per_layer=kv_elems,
             mla_latent=a.kind == "mla",
             local_window_tokens=window,
             local_layers=local_layers,
@@ -201,3 +149,58 @@ class ModelArch:
     def kv_cache_bytes_per_token(self, kv_bytes_per_elem: float) -> float:
         """KV bytes per token of context for the whole model, no window bounding."""
         return self.layers * self.kv_cache_elems_per_token_per_layer * kv_bytes_per_elem
+
+
+def _mla_attention(card: ModelCard) -> dict[str, int]:
+    """Projection sizes and cache geometry of multi-head latent attention (DeepSeek-V3)."""
+    a, h = card.attention, card.hidden_size
+    m = a.mla
+    if m is None:  # the card validator guarantees an mla block for kind 'mla'
+        raise TypeError(f"model {card.name}: attention.kind 'mla' without an mla block")
+    qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+    if m.q_lora_rank:
+        q = h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * a.num_heads * qk
+    else:
+        q = h * a.num_heads * qk
+    kv = (
+        h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        + m.kv_lora_rank
+        + m.kv_lora_rank * a.num_heads * (m.qk_nope_head_dim + m.v_head_dim)
+    )
+    # q_a_proj, kv_a_proj_with_mqa and their norms are replicated on every TP rank in
+    # vLLM and SGLang; only the up-projections are split
+    replicated = (
+        (h * m.q_lora_rank + m.q_lora_rank if m.q_lora_rank else 0)
+        + h * (m.kv_lora_rank + m.qk_rope_head_dim)
+        + m.kv_lora_rank
+    )
+    return dict(attn_q_params=q, attn_kv_params=kv, attn_o_params=a.num_heads * m.v_head_dim * h,
+                attn_replicated_params=replicated, qk_dim=qk, v_dim=m.v_head_dim,
+                kv_cache_elems_per_token_per_layer=m.kv_lora_rank + m.qk_rope_head_dim)
+
+
+def _mha_attention(card: ModelCard) -> dict[str, int]:
+    """Projection sizes and cache geometry of multi-head / grouped-query attention."""
+    a, h = card.attention, card.hidden_size
+    return dict(attn_q_params=h * a.num_heads * a.head_dim,
+                attn_kv_params=2 * h * a.num_kv_heads * a.head_dim,
+                attn_o_params=a.num_heads * a.head_dim * h, attn_replicated_params=0,
+                qk_dim=a.head_dim, v_dim=a.head_dim,
+                kv_cache_elems_per_token_per_layer=2 * a.num_kv_heads * a.head_dim)
+
+
+def _mlp_blocks(card: ModelCard) -> dict[str, int]:
+    """Parameters of one dense MLP, one routed expert, the shared experts and the router."""
+    h = card.hidden_size
+    mats = 3 if card.gated_mlp else 2
+    has_dense = card.intermediate_size is not None and card.num_layers > card.num_moe_layers
+    dense = mats * h * card.intermediate_size if has_dense else 0
+    moe = card.moe
+    if moe is None:
+        return dict(dense_mlp_params=dense, expert_params=0, shared_expert_params=0,
+                    router_params=0, num_experts=0, top_k=0)
+    shared_width = moe.shared_expert_intermediate_size or moe.expert_intermediate_size
+    return dict(dense_mlp_params=dense, expert_params=mats * h * moe.expert_intermediate_size,
+                shared_expert_params=moe.shared_experts * mats * h * shared_width,
+                router_params=h * moe.num_experts, num_experts=moe.num_experts,
+                top_k=moe.experts_per_token)

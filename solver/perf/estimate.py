@@ -6,6 +6,7 @@ from typing import Literal
 
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
+from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
@@ -72,26 +73,14 @@ def estimate(
 ) -> EstimateResult:
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
-    if batch is not None and concurrency is not None:
-        raise InputError("give --batch or --concurrency, not both")
-    if concurrency is not None and stage is not None:
-        raise InputError("--concurrency models a colocated instance; it takes no --stage")
-    for name, v in (("input-tokens", input_tokens), ("output-tokens", output_tokens)):
-        if v < 1:
-            raise InputError(f"--{name} must be at least 1 (got {v})")
-    if batch is None and concurrency is None:
-        batch = 1
-    for name, v in (("batch", batch), ("concurrency", concurrency)):
-        if v is not None and v < 1:
-            raise InputError(f"--{name} must be at least 1 (got {v})")
+    batch = _check_counts(stage, batch, concurrency, input_tokens, output_tokens)
     try:
         arch = ModelArch.from_card(model).with_routing(routing)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
     hw = HardwareTable.from_cards([hardware], engine=engine, profiles=measured_tables([hardware], engine_name))
-    wcode, kcode = precision_code(precision), precision_code(kv_precision)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
-                     wprec=wcode, kvprec=kcode)
+                     wprec=precision_code(precision), kvprec=precision_code(kv_precision))
     broken = [RULES[k] for k, m in invalid_reasons(arch, plans).items() if m[0]]
     if broken:
         raise InputError(
@@ -113,56 +102,83 @@ def estimate(
         input_tokens=input_tokens, output_tokens=output_tokens,
         routing=arch.expert_routing.description if arch.moe_layers else None,
     )
-    step = engine.step_overhead_ms * 1e-3
-
     if concurrency is not None:
-        cl = rt.closed_loop(arch, hw, plans, wl, concurrency, engine)
-        mem = cl.memory
-        _, cl_st = rt.cycle(arch, hw, plans, Load.decode(float(concurrency), wl.decode_context), engine)
-        cl_pre = stage_time(arch, hw, plans, Load.prefill(1.0, input_tokens), engine)
-        return EstimateResult(
-            **common, stage="closed_loop", fits=bool(mem.fits[0]),
-            memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
-            memory=_mem_doc(mem, hardware.memory_gib),
-            prefill_ms=None, decode_step_ms=None,
-            ttft_ms=float(cl.ttft_ms[0]), tpot_ms=float(cl.tpot_ms[0]),
-            throughput_qps=float(cl.throughput_qps[0]),
-            tokens_per_s=float(cl.output_tokens_per_s[0]), breakdown=None,
-            operator_sources=_sources((cl_pre, float(cl_pre.stage_s[0])),
-                                      (cl_st, output_tokens * float(cl.tpot_ms[0]) / 1e3)),
-            notes=notes + [f"closed loop: {concurrency} requests in flight; "
-                           f"{float(cl.decode_batch[0]):.1f} decoding on average; "
-                           f"token budget {engine.max_batched_tokens} per iteration; "
-                           f"prompts arrive in waves of "
-                           f"{float(rt.wave_size(float(concurrency), engine)):.1f} "
-                           f"({engine.wave_size_coefficient:g} x N^{engine.wave_size_exponent:g})"],
-        )
+        return _closed_loop_doc(arch, hw, plans, wl, concurrency, engine, common, notes, hardware)
+    return _stage_doc(arch, hw, plans, wl, float(batch), stage, engine, common, notes, hardware)  # type: ignore[arg-type]
 
-    B = float(batch)  # type: ignore[arg-type]
-    pre_st = stage_time(arch, hw, plans, Load.prefill(B / dp, input_tokens), engine)
+
+def _check_counts(stage, batch, concurrency, input_tokens: int, output_tokens: int) -> int | None:
+    """The batch to evaluate (1 when neither a batch nor a concurrency is given); bad
+    combinations and counts below one are input errors."""
+    if batch is not None and concurrency is not None:
+        raise InputError("give --batch or --concurrency, not both")
+    if concurrency is not None and stage is not None:
+        raise InputError("--concurrency models a colocated instance; it takes no --stage")
+    for name, v in (("input-tokens", input_tokens), ("output-tokens", output_tokens)):
+        if v < 1:
+            raise InputError(f"--{name} must be at least 1 (got {v})")
+    if batch is None and concurrency is None:
+        batch = 1
+    for name, v in (("batch", batch), ("concurrency", concurrency)):
+        if v is not None and v < 1:
+            raise InputError(f"--{name} must be at least 1 (got {v})")
+    return batch
+
+
+def _closed_loop_doc(arch, hw, plans, wl, concurrency: int, engine: EngineParams, common: dict,
+                     notes: list[str], hardware: HardwareCard) -> EstimateResult:
+    cl = loop.closed_loop(arch, hw, plans, wl, concurrency, engine)
+    mem = cl.memory
+    _, cl_st = rt.cycle(arch, hw, plans, Load.decode(float(concurrency), wl.decode_context), engine)
+    cl_pre = stage_time(arch, hw, plans, Load.prefill(1.0, wl.input_tokens), engine)
+    return EstimateResult(
+        **common, stage="closed_loop", fits=bool(mem.fits[0]),
+        memory_gib_per_device=round(float(mem.total[0]) / GIB, 3),
+        memory=_mem_doc(mem, hardware.memory_gib),
+        prefill_ms=None, decode_step_ms=None,
+        ttft_ms=float(cl.ttft_ms[0]), tpot_ms=float(cl.tpot_ms[0]),
+        throughput_qps=float(cl.throughput_qps[0]),
+        tokens_per_s=float(cl.output_tokens_per_s[0]), breakdown=None,
+        operator_sources=_sources((cl_pre, float(cl_pre.stage_s[0])),
+                                  (cl_st, wl.output_tokens * float(cl.tpot_ms[0]) / 1e3)),
+        notes=notes + [f"closed loop: {concurrency} requests in flight; "
+                       f"{float(cl.decode_batch[0]):.1f} decoding on average; "
+                       f"token budget {engine.max_batched_tokens} per iteration; "
+                       f"prompts arrive in waves of "
+                       f"{float(loop.wave_size(float(concurrency), engine)):.1f} "
+                       f"({engine.wave_size_coefficient:g} x N^{engine.wave_size_exponent:g})"],
+    )
+
+
+def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: EngineParams,
+               common: dict, notes: list[str], hardware: HardwareCard) -> EstimateResult:
+    """One prefill pass, one decode step, or (no stage) a static batch prefilled then decoded."""
+    s, o = wl.input_tokens, wl.output_tokens
+    step = engine.step_overhead_ms * 1e-3
+    pre_st = stage_time(arch, hw, plans, Load.prefill(B / float(plans.dp[0]), s), engine)
     prefill_s = pass_latency(plans, pre_st, engine)
     dec_s, dec_st = rt.cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
     prefill_ms, decode_ms = float(prefill_s[0] * 1e3), float(dec_s[0] * 1e3)
     if stage == "prefill":
-        mem = memory(arch, hw, plans, input_tokens, B * input_tokens, engine)
+        mem = memory(arch, hw, plans, s, B * s, engine)
         qps = B / float(pre_st.stage_s[0] + step)
-        tokens = qps * input_tokens
+        tokens = qps * s
         ttft, tpot, st = prefill_ms, None, pre_st
         sources = _sources((pre_st, 1.0))
     elif stage == "decode":
-        mem = memory(arch, hw, plans, input_tokens + output_tokens, B, engine)
-        qps = B / (output_tokens * float(dec_s[0]))
+        mem = memory(arch, hw, plans, s + o, B, engine)
+        qps = B / (o * float(dec_s[0]))
         tokens = B / float(dec_s[0])
         ttft, tpot, st = None, decode_ms, dec_st
         sources = _sources((dec_st, 1.0))
     else:
         # static batch: prefill the batch, then decode it to the end (aiconfigurator run_static)
-        mem = memory(arch, hw, plans, input_tokens + output_tokens, B * input_tokens, engine)
-        total = float(prefill_s[0] + output_tokens * dec_s[0])
+        mem = memory(arch, hw, plans, s + o, B * s, engine)
+        total = float(prefill_s[0] + o * dec_s[0])
         qps = B / total
-        tokens = qps * output_tokens
+        tokens = qps * o
         ttft, tpot, st = prefill_ms, decode_ms, dec_st
-        sources = _sources((pre_st, float(prefill_s[0])), (dec_st, output_tokens * float(dec_s[0])))
+        sources = _sources((pre_st, float(prefill_s[0])), (dec_st, o * float(dec_s[0])))
         notes.append("no --stage: a static batch is prefilled, then decoded to the end; "
                      "tokens_per_s counts output tokens")
     if not bool(mem.fits[0]):
@@ -176,4 +192,3 @@ def estimate(
         ttft_ms=ttft, tpot_ms=tpot, throughput_qps=qps, tokens_per_s=tokens,
         breakdown=_time_doc(st), operator_sources=sources, notes=notes,
     )
-

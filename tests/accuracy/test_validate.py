@@ -16,6 +16,7 @@ from solver.accuracy.validate import validate_text
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
+from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
@@ -41,7 +42,7 @@ def test_predictions_equal_the_closed_loop_model():
     card = shipped.hardware_card("h100-sxm")
     hw = HardwareTable.from_cards([card], engine=params, profiles=measured_tables([card], "vllm"))
     plans = Plans.of(hw=0, tp=4, pp=1, ep=1, dp=1, batch=16, wprec=1, kvprec=1)
-    cl = rt.closed_loop(arch, hw, plans, rt.Workload(1024.0, 1024.0), 16, params)
+    cl = loop.closed_loop(arch, hw, plans, rt.Workload(1024.0, 1024.0), 16, params)
     assert r.predicted_ttft_ms == pytest.approx(cl.ttft_ms[0], abs=1e-4)
     assert r.predicted_tpot_ms == pytest.approx(cl.tpot_ms[0], abs=1e-4)
     # second row has no engine: uncalibrated defaults

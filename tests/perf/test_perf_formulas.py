@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from solver.catalog import shipped
+from solver.perf import closed_loop as loop
 from solver.perf import ops
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
@@ -519,7 +520,7 @@ def test_kv_transfer_hand_number(a70, h100):
 def test_closed_loop_little_law(a70, h100):
     p = plans(tp=8, batch=32)
     wl = rt.Workload(2048.0, 128.0)
-    cl = rt.closed_loop(a70, h100, p, wl, 32.0, E)
+    cl = loop.closed_loop(a70, h100, p, wl, 32.0, E)
     # lambda = b / ((o - 1) tau) and N = b + lambda x TTFT at the fixed point
     b, lam = cl.decode_batch[0], cl.throughput_qps[0]
     assert lam == pytest.approx(b / (127.0 * cl.tpot_ms[0] / 1e3), rel=1e-9)
@@ -537,7 +538,7 @@ def test_closed_loop_single_request_ttft_is_about_one_prefill(s):
     wl = rt.Workload(float(s), 128.0)
     pre = rt.prefill_role(a8, hw, p, wl, rt.Slo(), E).prefill_ms[0]
     dec = rt.decode_role(a8, hw, p, wl, rt.Slo(), E).decode_step_ms[0]
-    cl = rt.closed_loop(a8, hw, p, wl, 1.0, E)
+    cl = loop.closed_loop(a8, hw, p, wl, 1.0, E)
     assert cl.ttft_ms[0] <= 1.25 * (pre * E.mixed_batch_slowdown + dec)
 
 
@@ -548,7 +549,7 @@ def test_closed_loop_pp2_ttft_never_falls_with_concurrency():
     a8, hw = arch("llama-3.1-8b"), table("h100-sxm")
     N = np.array([1.0, 2.0, 4.0, 8.0])
     p = plans(pp=2, batch=N)
-    cl = rt.closed_loop(a8, hw, p, rt.Workload(2048.0, 128.0), N, E)
+    cl = loop.closed_loop(a8, hw, p, rt.Workload(2048.0, 128.0), N, E)
     # 1 % slack: the tau/2 term may dip slightly as decode micro-batches fill the pipe
     assert np.all(np.diff(cl.ttft_ms) >= -0.01 * cl.ttft_ms[:-1]), cl.ttft_ms
 
@@ -557,10 +558,10 @@ def test_wave_size_bounds_and_hand_values():
     # G = coefficient x N^exponent, clipped to [1, N]: 0.8 x 64^0.5 = 6.4; 0.8 x 1 = 0.8 -> 1;
     # 4 x 16 = 64 -> N = 16; the defaults (1, 0) give G = 1: no waves
     e = E.model_copy(update=dict(wave_size_coefficient=0.8, wave_size_exponent=0.5))
-    assert rt.wave_size(np.array([64.0, 1.0]), e) == pytest.approx([6.4, 1.0])
+    assert loop.wave_size(np.array([64.0, 1.0]), e) == pytest.approx([6.4, 1.0])
     big = E.model_copy(update=dict(wave_size_coefficient=4.0, wave_size_exponent=1.0))
-    assert rt.wave_size(16.0, big) == pytest.approx(16.0)
-    assert rt.wave_size(np.array([1.0, 8.0, 128.0]), E) == pytest.approx([1.0, 1.0, 1.0])
+    assert loop.wave_size(16.0, big) == pytest.approx(16.0)
+    assert loop.wave_size(np.array([1.0, 8.0, 128.0]), E) == pytest.approx([1.0, 1.0, 1.0])
 
 
 def test_wave_ttft_hand_iterations():
@@ -581,9 +582,9 @@ def test_wave_ttft_hand_iterations():
         t_m, _ = rt.cycle(a8, hw, sized, Load.mixed(dec, wl.decode_context, chunk, 1024.0), E)
         return rt.mixed_iteration(t_d, t_m, E)[0]
 
-    g8 = rt.wave_ttft(a8, hw, p, wl, 16.0, 8.0, E)[0]
-    g16 = rt.wave_ttft(a8, hw, p, wl, 16.0, 16.0, E)[0]
-    g1 = rt.wave_ttft(a8, hw, p, wl, 16.0, 1.0, E)[0]
+    g8 = loop.wave_ttft(a8, hw, p, wl, 16.0, 8.0, E)[0]
+    g16 = loop.wave_ttft(a8, hw, p, wl, 16.0, 16.0, E)[0]
+    g1 = loop.wave_ttft(a8, hw, p, wl, 16.0, 1.0, E)[0]
     assert g8 == pytest.approx(1.125 * iteration(12.0, 8180.0), rel=1e-12)
     assert g16 == pytest.approx(1.625 * iteration(8.0, 8184.0), rel=1e-12)
     assert g1 == pytest.approx(iteration(15.5, 1024.0), rel=1e-12)
@@ -592,18 +593,18 @@ def test_wave_ttft_hand_iterations():
 
 def test_wave_iterations_hand_values():
     # u = 0.5 (two prompts per iteration): done at 1, 1, 2, 2 -> means 1, 1, 4/3, 1.5
-    assert rt.wave_iterations(np.array([1.0, 2.0, 3.0, 4.0]), 0.5) == pytest.approx([1, 1, 4 / 3, 1.5])
+    assert loop.wave_iterations(np.array([1.0, 2.0, 3.0, 4.0]), 0.5) == pytest.approx([1, 1, 4 / 3, 1.5])
     # u just over 0.5 (decode tokens take a little of the budget): 1, 2, 2, 3 -> 2.0 at G = 4
-    assert rt.wave_iterations(4.0, 0.5004) == pytest.approx(2.0)
+    assert loop.wave_iterations(4.0, 0.5004) == pytest.approx(2.0)
     # u = 2 (a prompt spans two iterations): done at 2, 4, 6 -> mean 4 at G = 3
-    assert rt.wave_iterations(3.0, 2.0) == pytest.approx(4.0)
+    assert loop.wave_iterations(3.0, 2.0) == pytest.approx(4.0)
     # fractional G interpolates: G = 3.5 between 4/3 and 1.5
-    assert rt.wave_iterations(3.5, 0.5) == pytest.approx((4 / 3 + 1.5) / 2)
+    assert loop.wave_iterations(3.5, 0.5) == pytest.approx((4 / 3 + 1.5) / 2)
     # beyond max_wave the continuous mean, equal here to the exact one: u = 0.25, G = 4000:
     # prompts done at ceil(i / 4), mean 4 x (1 + ... + 1000) / 4000 = 500.5; continuous
     # 4001 / 8 + 3 / 8 = 500.5
-    exact = rt.wave_iterations(4000.0, 0.25)
-    smooth = rt.wave_iterations(4000.0, 0.25, max_wave=100)
+    exact = loop.wave_iterations(4000.0, 0.25)
+    smooth = loop.wave_iterations(4000.0, 0.25, max_wave=100)
     assert smooth == pytest.approx(4001 / 8 + 0.375)
     assert exact == pytest.approx(smooth, rel=1e-3)
 
@@ -615,18 +616,18 @@ def test_closed_loop_waves_raise_ttft_and_keep_littles_law():
     wl = rt.Workload(4096.0, 256.0)
     N = np.array([8.0, 32.0, 128.0])
     p = plans(batch=N)
-    steady = rt.closed_loop(a8, hw, p, wl, N, E)
+    steady = loop.closed_loop(a8, hw, p, wl, N, E)
     e = E.model_copy(update=dict(wave_size_coefficient=1.0, wave_size_exponent=0.5))
-    waves = rt.closed_loop(a8, hw, p, wl, N, e)
+    waves = loop.closed_loop(a8, hw, p, wl, N, e)
     assert np.all(waves.ttft_ms >= steady.ttft_ms)
-    assert np.all(waves.ttft_ms >= rt.wave_ttft(a8, hw, p, wl, N, np.sqrt(N), e) * 1e3 - 1e-9)
+    assert np.all(waves.ttft_ms >= loop.wave_ttft(a8, hw, p, wl, N, np.sqrt(N), e) * 1e3 - 1e-9)
     per_request_s = (waves.ttft_ms + 255.0 * waves.tpot_ms) / 1e3
     assert waves.throughput_qps == pytest.approx(N / per_request_s, rel=1e-9)
     # lockstep (G = N): TPOT is the decode step at the full batch plus the wave's mean prefill
     # wait spread over the 255 decode steps
     lock = E.model_copy(update=dict(wave_size_coefficient=1.0, wave_size_exponent=1.0))
-    cl = rt.closed_loop(a8, hw, p, wl, N, lock)
-    wait = rt.wave_ttft(a8, hw, p, wl, N, N, lock)
+    cl = loop.closed_loop(a8, hw, p, wl, N, lock)
+    wait = loop.wave_ttft(a8, hw, p, wl, N, N, lock)
     full, _ = rt.cycle(a8, hw, p, Load.decode(N, wl.decode_context), lock)
     assert cl.tpot_ms == pytest.approx((full + wait / 255.0) * 1e3, rel=1e-9)
 

@@ -16,6 +16,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from solver.catalog import shipped
+from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import kv_bytes_per_token, memory, weight_bytes
@@ -189,6 +190,6 @@ def test_outputs_finite_and_positive(d, s, o):
         assert np.all(np.isfinite(x)) and np.all(x > 0), (f, d)
     assert col.tpot_p99_ms[0] >= col.tpot_p50_ms[0] >= col.decode_step_ms[0] * (1 - 1e-12)
 
-    cl = rt.closed_loop(a, hw, p, wl, float(p.batch[0]), E)
+    cl = loop.closed_loop(a, hw, p, wl, float(p.batch[0]), E)
     for f in ("ttft_ms", "tpot_ms", "throughput_qps", "output_tokens_per_s", "decode_batch"):
         _finite_positive(getattr(cl, f), f, d)
