@@ -4,7 +4,7 @@ Input: a CSV with the columns model, hardware, precision, mode, input_tokens, ou
 concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC). Each row is a
 closed-loop benchmark of one colocated instance (`mode` colocated); other columns pass through.
 Rows are predicted in vectorised groups (one model, hardware, precision and engine at a time)
-with the engine's calibrated parameters (solver/perf/calibration.py).
+with the engine's calibrated parameters (solver/catalog/calibration.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The decision record a plan carries (extension of SPEC's result document).
 
-What an operations team needs to check a plan (PAPER.md "What a decision must carry"): how far
+What an operations team needs to check a plan (docs/sources.md, "The paper": what a decision must carry): how far
 its latency predictions may be off and whether the SLOs still hold then; the next best plans of
 another structure; a safe plan to roll back to; and the range of demand and prices over which
 the plan stays the best, with what to re-measure and when.

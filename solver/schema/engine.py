@@ -25,7 +25,7 @@ class EngineParams(Strict):
         3.5,
         ge=0,
         description="CUDA context, cuBLAS/cuDNN workspaces, allocator slack per device "
-        "(aiconfigurator TRT-LLM backend other_mem, reference/hardware.md 3.4)",
+        "(aiconfigurator TRT-LLM backend other_mem; docs/sources.md, activation and runtime memory)",
     )
     collective_buffer_gib: float = Field(
         0.4,

@@ -1,6 +1,6 @@
 """How a mixture-of-experts model's router spreads tokens over its experts (a service input).
 
-Routing balance changes what an MoE layer costs (PAPER.md finding 3): prefill waits for the most
+Routing balance changes what an MoE layer costs (docs/sources.md, "The paper", finding 3): prefill waits for the most
 loaded device, decode reads the weights of every expert its batch touches. A service states its
 routing as one of:
 

@@ -4,13 +4,13 @@
       hardware[h100-sxm].price_per_hour: [2.0, 2.5, 3.0]         # a list of values
       services[chat].workload.qps: {from: 100, to: 400, count: 4}  # 100, 200, 300, 400
 
-Each key is the path of one field of the problem (the paths `solver/sweep.py` accepts:
+Each key is the path of one field of the problem (the paths `solver/problem/sweep.py` accepts:
 `budget_per_hour`, `constraints.power_kw`, `constraints.safety_margin`,
 `hardware[TYPE].price_per_hour|supply|power_w`, `services[NAME].workload.qps`,
 `services[NAME].slo.ttft_ms|tpot_ms` with an optional `.p50` / `.p99`); each value a list of
 numbers or an evenly spaced range. The structure is checked here (strict: unknown keys, NaN,
 booleans, strings, repeated values are errors); the paths and each planned value are checked
-against the problem in `solver/sweep.py`, with the line of the key in every message.
+against the problem in `solver/problem/sweep.py`, with the line of the key in every message.
 """
 
 from __future__ import annotations

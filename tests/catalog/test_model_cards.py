@@ -1,7 +1,7 @@
 """Model cards in models/*.yaml: schema validity and parameter counts against published sizes.
 
 The hand-computed numbers below come from the published HF config.json values (see the comment
-block at the top of each card and reference/hardware.md section 4); they are written out as
+block at the top of each card and docs/sources.md, "Model configurations"); they are written out as
 arithmetic so that a wrong card value or a wrong formula in solver/perf/arch.py fails a test.
 """
 

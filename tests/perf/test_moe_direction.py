@@ -1,4 +1,4 @@
-"""Direction checks of PAPER.md findings 3 and 4 on the shipped MoE and topology problems.
+"""Direction checks of the paper's findings 3 and 4 (docs/sources.md, "The paper") on the shipped MoE and topology problems.
 
 Each check evaluates the performance model on a shipped problem's own inputs (model, hardware,
 workload, SLO, engine calibration) and, where the finding is about a choice, plans the problem
