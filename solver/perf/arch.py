@@ -1,7 +1,7 @@
 """Derived architecture numbers of a model card: parameter counts per block and KV sizes.
 
 Scalars only (one model at a time); the vectorised performance model combines them with arrays
-of parallelism plans. Formulas: reference/hardware.md section 3.1 (llm-analysis, aiconfigurator),
+of parallelism plans. Formulas: docs/sources.md, "Parameters and weight memory" (llm-analysis, aiconfigurator),
 with explicit head_dim and MLA projections.
 """
 

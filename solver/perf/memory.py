@@ -5,7 +5,7 @@ when TP exceeds them (ceil(n_kv/tp) heads per device); dense MLPs split over TP;
 over EP and, inside an expert group, over the remaining tp*dp/ep devices; embeddings and LM head
 are vocabulary-parallel in bf16 (first and last stage). KV cache: every sequence's context for
 the stage's layers, local-attention layers bounded by their window; an MLA latent cache is not
-split by TP. Activations follow aiconfigurator's empirical factor (reference/hardware.md 3.4).
+split by TP. Activations follow aiconfigurator's empirical factor (docs/sources.md, "Activation and runtime memory").
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Operator costs on arrays: roofline compute/memory time and alpha-beta collectives.
 
 All functions take numpy arrays (one element per plan) and return seconds.
-Formulas: reference/hardware.md sections 3.5 (roofline), 3.6 (all-reduce), 3.7 (all-to-all),
-3.8 (pipeline point-to-point).
+Formulas: docs/sources.md, "Roofline operator time", "All-reduce", "All-to-all" and
+"Pipeline parallelism".
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def all_reduce(bytes_, group, f: Fabric) -> np.ndarray:
 
     Inside a scale-up domain: alpha + 2(n-1)/n * S / busbw. Across domains (hierarchical):
     reduce-scatter and all-gather inside each island of k devices, and an all-reduce of S/k
-    between the m islands on every device's NIC in parallel (reference/hardware.md 2.4, [M1]).
+    between the m islands on every device's NIC in parallel (docs/sources.md, "Achievable efficiencies", [M1]).
     """
     k, m, spans = group_links(group, f.su_domain)
     # start-up latencies: one for an all-reduce inside the domain; across domains two intra
@@ -52,8 +52,8 @@ def all_to_all(bytes_, group, f: Fabric) -> np.ndarray:
     (n-1)/n of the bytes leave the device; the share bound for other scale-up islands crosses
     the NIC. Time is the slower of the two links plus their start-up latencies: one on the
     scale-up fabric, and one per remote island on the scale-out link (the NIC sends one message
-    to each other node after another; GenZ charges (N-1) link latencies, reference/hardware.md
-    3.7, and DeepEP's measured low-latency dispatch grows with the rank count, 2.5).
+    to each other node after another; GenZ charges (N-1) link latencies, docs/sources.md
+    "All-to-all", and DeepEP's measured low-latency dispatch grows with the rank count).
     """
     k, m, spans = group_links(group, f.su_domain)
     n = np.maximum(group, 1)

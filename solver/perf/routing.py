@@ -10,7 +10,7 @@ the experts on `ep` ranks (E/ep each). Two quantities drive the MoE block of the
   expert weights. A token picks k distinct experts; expert e is among them with probability
   q_e = min(1, k p_e), so over T tokens it is touched with probability 1 - (1 - q_e)^T and a rank
   reads sum over its experts of that. Balanced routing gives (E/ep)(1 - (1 - k/E)^T), the
-  formula of PAPER.md finding 3.
+  formula of the paper's third finding (docs/sources.md, "The paper").
 
 Placement: `load_balanced` assigns experts hottest first, each to the rank with the least load
 that still has room (greedy longest-processing-time with equal capacities), which puts hot and
