@@ -1,4 +1,4 @@
-"""The error hierarchy: expected outcomes (bad input, no feasible plan) apart from bugs.
+"""The error hierarchy: expected outcomes (bad input) apart from bugs.
 
 The CLI maps each class to its exit code and prints one clear message, never a traceback, for
 everything but an `InternalError` (which also prints one line, and a traceback only with
@@ -16,16 +16,6 @@ class InputError(FleetplanError):
     """Bad input: a file, a card, a command-line argument. Exit 2."""
 
     exit_code = 2
-
-
-class InfeasibleError(FleetplanError):
-    """The problem has no plan; `reasons` say why. Exit 1."""
-
-    exit_code = 1
-
-    def __init__(self, message: str, reasons: list[str] | None = None):
-        super().__init__(message)
-        self.reasons = reasons or []
 
 
 class InternalError(FleetplanError):

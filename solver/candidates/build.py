@@ -302,7 +302,11 @@ def _role_candidates(rp, si, s, arch, hw, power, role, links, decode_types, hete
     keep = idx[_dominance_keep(plans.hw[idx], plans.devices[idx], m.capacity_qps[idx],
                                None if cls is None else cls[idx])]
     stats.pruned["dominated"] += int(idx.size - keep.size)
-    k = keep
+    return _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, keep, kv_link)
+
+
+def _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, k, kv_link) -> CandidateTable:
+    """The candidate table of the kept rows `k` of one (service, role)'s evaluated grid."""
     devices = plans.devices[k]
     nan = np.full(k.size, np.nan)
     if kv_link is not None:

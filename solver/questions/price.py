@@ -21,6 +21,8 @@ is reported.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
 from solver.problem.load import ResolvedProblem
@@ -110,18 +112,9 @@ def _grid(lo: float, hi: float, steps: int) -> list[float]:
     return [round(lo + (hi - lo) * k / steps, 6) for k in range(steps + 1)]
 
 
-def price_sweep(
-    rp: ResolvedProblem,
-    hardware: str,
-    price_from: float | None = None,
-    price_to: float | None = None,
-    steps: int = 10,
-    tolerance: float = DEFAULT_TOLERANCE,
-    max_solves: int = DEFAULT_MAX_SOLVES,
-    opts: SolveOptions = SolveOptions(),
-    timings: bool = True,
-    compare: Compare | None = None,
-) -> PriceSweepResult:
+def _checked_range(rp: ResolvedProblem, hardware: str, price_from: float | None,
+                   price_to: float | None, steps: int, tolerance: float) -> tuple[float, float, float]:
+    """The swept type's price in the problem and the range (from, to), or an InputError."""
     names = rp.hardware_names
     if hardware not in names:
         raise InputError(f"hardware '{hardware}' is not in problem {rp.name}'s hardware "
@@ -136,15 +129,13 @@ def price_sweep(
         raise InputError(f"steps must be 1..{MAX_STEPS}, got {steps}")
     if not tolerance > 0:
         raise InputError(f"tolerance must be positive, got {tolerance:g}")
-    if compare is None:
-        compare = "devices" if rp.problem.objective == "min_cost" else "types"
-    rep = Replanner(rp, opts, timings)
+    return base, lo, hi
 
-    def solve_at(price: float, source: str) -> PricePoint:
-        _, doc = rep.plan(prices={hardware: price})
-        return _point(price, source, doc)
 
-    pts = [solve_at(p, "grid") for p in dict.fromkeys(_grid(lo, hi, steps))]
+def _bisect(pts: list[PricePoint], solve_at: Callable[[float, str], PricePoint],
+            rep: Replanner, compare: Compare, tolerance: float, max_solves: int) -> bool:
+    """Add bisection points to `pts` between every two neighbours of different mixes; whether
+    every bracket was narrowed (False when `max_solves` stopped it)."""
     complete = True
     stack = [(pts[i], pts[i + 1]) for i in range(len(pts) - 1)]
     while stack:
@@ -160,7 +151,12 @@ def price_sweep(
         m = solve_at(mid, "bisection")
         pts.append(m)
         stack += [(a, m), (m, b)]
-    pts.sort(key=lambda p: p.price_per_hour)
+    return complete
+
+
+def _segments(pts: list[PricePoint], compare: Compare, hardware: str, objective: str,
+              tolerance: float) -> tuple[list[PriceRange], list[PriceChange]]:
+    """The price-sorted points cut into ranges of one mix, and the changes between them."""
     ranges: list[PriceRange] = []
     changes: list[PriceChange] = []
     run = [pts[0]]
@@ -169,9 +165,37 @@ def price_sweep(
             run.append(p)
             continue
         ranges.append(_range(run))
-        changes.append(_change(prev, p, hardware, rp.problem.objective, tolerance))
+        changes.append(_change(prev, p, hardware, objective, tolerance))
         run = [p]
     ranges.append(_range(run))
+    return ranges, changes
+
+
+def price_sweep(
+    rp: ResolvedProblem,
+    hardware: str,
+    price_from: float | None = None,
+    price_to: float | None = None,
+    steps: int = 10,
+    tolerance: float = DEFAULT_TOLERANCE,
+    max_solves: int = DEFAULT_MAX_SOLVES,
+    opts: SolveOptions = SolveOptions(),
+    timings: bool = True,
+    compare: Compare | None = None,
+) -> PriceSweepResult:
+    base, lo, hi = _checked_range(rp, hardware, price_from, price_to, steps, tolerance)
+    if compare is None:
+        compare = "devices" if rp.problem.objective == "min_cost" else "types"
+    rep = Replanner(rp, opts, timings)
+
+    def solve_at(price: float, source: str) -> PricePoint:
+        _, doc = rep.plan(prices={hardware: price})
+        return _point(price, source, doc)
+
+    pts = [solve_at(p, "grid") for p in dict.fromkeys(_grid(lo, hi, steps))]
+    complete = _bisect(pts, solve_at, rep, compare, tolerance, max_solves)
+    pts.sort(key=lambda p: p.price_per_hour)
+    ranges, changes = _segments(pts, compare, hardware, rp.problem.objective, tolerance)
     complete = complete and all(c.resolved for c in changes)
     return PriceSweepResult(
         problem=rp.name, objective=rp.problem.objective, hardware=hardware, compare=compare,

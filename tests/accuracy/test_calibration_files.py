@@ -7,8 +7,6 @@ today (re-run `python benchmarks/calibrate.py --errors-only` after changing the 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -16,8 +14,8 @@ from solver.accuracy.validate import parse_measured, predict_rows
 from solver.catalog import shipped
 from solver.catalog.calibration import load_calibration
 from solver.perf.arch import ModelArch
+from tests.support.cli import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "benchmarks" / "data" / "silicon_sample_validate.csv"
 ENGINES = ("vllm", "trtllm", "sglang")
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,16 +19,13 @@ from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans
+from tests.support.cli import cli
 
 HEADER = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,note\n"
 ROWS = (
     "llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,121.4,13.19,vllm,first\n"
     "llama-3.1-8b,h100-sxm,bf16,colocated,2048,128,8,1,1,1,1,80.0,9.0,,second\n"
 )
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True)
 
 
 def test_predictions_equal_the_closed_loop_model():
@@ -85,12 +80,12 @@ def test_missing_column():
 def test_cli_formats(tmp_path):
     path = tmp_path / "m.csv"
     path.write_text(HEADER + ROWS)
-    table = run("validate", str(path))
+    table = cli("validate", str(path))
     assert table.returncode == 0, table.stderr
     assert "TTFT med|%|" in table.stdout and "llama-3.1-70b" in table.stdout
-    js = json.loads(run("validate", str(path), "--format", "json").stdout)
+    js = json.loads(cli("validate", str(path), "--format", "json").stdout)
     assert js["overall"]["tpot"]["rows"] == 2 and len(js["rows"]) == 2
-    out = run("validate", str(path), "--format", "csv").stdout
+    out = cli("validate", str(path), "--format", "csv").stdout
     rows = list(csv.DictReader(io.StringIO(out)))
     assert rows[0]["note"] == "first" and rows[1]["note"] == "second"  # passthrough
     assert float(rows[0]["predicted_tpot_ms"]) > 0 and "predicted_ttft_ms" in rows[1]
@@ -99,10 +94,10 @@ def test_cli_formats(tmp_path):
 def test_cli_bad_file_exit_2(tmp_path):
     path = tmp_path / "m.csv"
     path.write_text(HEADER + "llama-3.1-70b,h100-sxm,fp8,colocated,x,1024,16,4,1,1,1,121,13,vllm,x\n")
-    r = run("validate", str(path))
+    r = cli("validate", str(path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{path}:2: input_tokens" in r.stderr
-    assert run("validate", str(tmp_path / "nope.csv")).returncode == 2
+    assert cli("validate", str(tmp_path / "nope.csv")).returncode == 2
 
 
 def test_shipped_silicon_sample_converts_to_valid_input():

@@ -7,9 +7,7 @@ extras and bad arguments. (A variant planned equals the hand-edited problem: tes
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +15,8 @@ import pytest
 from solver.schema.batch import BatchRecord, BatchSummary
 from solver.schema.result import PlanResult
 from tests.support.batch_problems import SWEEP, gpu_card, make_tree, named
+from tests.support.cli import ROOT, cli, env_lacking
 from tests.support.questions_problem import small_problem
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def cli(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
-    env = env or dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    env.pop("FLEETPLAN_DEBUG", None)
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=300)
 
 
 def summary(out: Path) -> BatchSummary:
@@ -41,15 +31,10 @@ def files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory) -> Path:
-    return make_tree(tmp_path_factory.mktemp("batch"))
-
-
-@pytest.fixture(scope="module")
-def first(tree) -> tuple[subprocess.CompletedProcess, Path]:
+def first(batch_tree) -> tuple[subprocess.CompletedProcess, Path]:
     """One batch over a folder and a glob: 4 good files (one a 6-variant sweep), 1 invalid."""
-    out = tree / "out-serial"
-    r = cli("batch", "good", "bad/*.yaml", "--out", str(out), "--no-timings", "--no-record", cwd=tree)
+    out = batch_tree / "out-serial"
+    r = cli("batch", "good", "bad/*.yaml", "--out", str(out), "--no-timings", "--no-record", cwd=batch_tree)
     return r, out
 
 
@@ -111,27 +96,27 @@ def _have_pyarrow() -> bool:
     return True
 
 
-def test_results_are_the_bytes_fleetplan_plan_prints(first, tree):
+def test_results_are_the_bytes_fleetplan_plan_prints(first, batch_tree):
     """With the decision record (the default, as plan's) and without it (--no-record)."""
     _, out = first
     r = cli("batch", "good/small.yaml", "good/infeasible.yaml", "--out", "out-record", "--no-timings",
-            "--quiet", cwd=tree)
+            "--quiet", cwd=batch_tree)
     assert r.returncode == 1, r.stderr
     for name, rc in (("small", 0), ("infeasible", 1)):
-        p = cli("plan", f"good/{name}.yaml", "--format", "json", "--no-timings", cwd=tree)
+        p = cli("plan", f"good/{name}.yaml", "--format", "json", "--no-timings", cwd=batch_tree)
         assert p.returncode == rc, p.stderr
-        assert (tree / "out-record" / "results" / f"{name}.json").read_text() == p.stdout
+        assert (batch_tree / "out-record" / "results" / f"{name}.json").read_text() == p.stdout
         assert json.loads(p.stdout)["decision"]["runners_up"] is not None
-    p = cli("plan", "good/small.yaml", "--format", "json", "--no-timings", "--no-record", cwd=tree)
+    p = cli("plan", "good/small.yaml", "--format", "json", "--no-timings", "--no-record", cwd=batch_tree)
     assert (out / "results" / "small.json").read_text() == p.stdout
     assert json.loads(p.stdout)["decision"] is None
 
 
-def test_jobs_2_gives_the_same_bytes_as_jobs_1(first, tree):
+def test_jobs_2_gives_the_same_bytes_as_jobs_1(first, batch_tree):
     _, out = first
-    par = tree / "out-jobs2"
+    par = batch_tree / "out-jobs2"
     r = cli("batch", "good", "bad/*.yaml", "--out", str(par), "--no-timings", "--no-record", "--jobs", "2",
-            cwd=tree)
+            cwd=batch_tree)
     assert r.returncode == 2, r.stderr
     assert files(par) == files(out)
     assert r.stdout == cli_stdout_with(first, par)
@@ -184,23 +169,23 @@ def test_resume_skips_unchanged_and_replans_what_changed(tmp_path):
     assert [row.problem for row in summary(root / "out").rows if not row.resumed] == ["small"]
 
 
-def test_pivot_plot_progress_and_exit_0(tree):
+def test_pivot_plot_progress_and_exit_0(batch_tree):
     """Every problem planned: exit 0; timings on (the default); forced progress on stderr."""
-    png = tree / "cost.png"
+    png = batch_tree / "cost.png"
     r = cli("batch", "good/sweep.yaml", "good/small.yaml", "--out", "out-pivot", "--progress", "--no-record",
-            "--pivot", "h200-sxm.price", "chat.qps", "--plot", str(png), cwd=tree)
+            "--pivot", "h200-sxm.price", "chat.qps", "--plot", str(png), cwd=batch_tree)
     assert r.returncode == 0, r.stderr
     progress = r.stderr.splitlines()
     assert len(progress) == 7 and progress[0].startswith("[1/7] optimal    ")
-    assert sorted(ln.split()[-1] for ln in progress) == sorted(row.problem for row in summary(tree / "out-pivot").rows)
+    assert sorted(ln.split()[-1] for ln in progress) == sorted(row.problem for row in summary(batch_tree / "out-pivot").rows)
     assert "[1/7]" not in r.stdout
     assert r.stdout.splitlines()[-1] == "7 problems: 7 planned; results in out-pivot (exit 0)"
-    s = summary(tree / "out-pivot")
+    s = summary(batch_tree / "out-pivot")
     assert all(row.wall_s > 0 for row in s.rows)
     cost = {(row.sweep["h200-sxm.price"], row.sweep["chat.qps"]): row.cost_per_hour
             for row in s.rows if row.sweep}
     assert cost == {(2, 50): 6.0, (2, 100): 12.0, (2, 150): 18.0, (3, 50): 7.5, (3, 100): 15.0, (3, 150): 22.5}
-    pivot = (tree / "out-pivot" / "summary.pivot.csv").read_text().splitlines()
+    pivot = (batch_tree / "out-pivot" / "summary.pivot.csv").read_text().splitlines()
     assert pivot == ["problem,h200-sxm.price,chat.qps=50,chat.qps=100,chat.qps=150",
                      "sweep,2,6,12,18", "sweep,3,7.5,15,22.5"]
     assert r.stdout.startswith("cost_per_hour by h200-sxm.price (rows) and chat.qps (columns)\n")
@@ -214,21 +199,17 @@ def test_pivot_plot_progress_and_exit_0(tree):
     assert 0.01 < ink < 0.5, ink
 
 
-def test_plot_and_ray_without_their_packages_are_clear_errors(tree, tmp_path):
+def test_plot_and_ray_without_their_packages_are_clear_errors(batch_tree, tmp_path):
     """Packages that cannot be imported stand in for missing installs: exit 2 before planning."""
-    site = tmp_path / "site"
-    for pkg in ("matplotlib", "ray"):
-        (site / pkg).mkdir(parents=True)
-        (site / pkg / "__init__.py").write_text(f"raise ImportError('No module named {pkg}')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    r = cli("batch", "good/small.yaml", "--out", "out-none", "--plot", "x.png", cwd=tree, env=env)
+    env = env_lacking(tmp_path, "matplotlib", "ray")
+    r = cli("batch", "good/small.yaml", "--out", "out-none", "--plot", "x.png", cwd=batch_tree, env=env)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == ("error: --plot needs matplotlib, which is not installed "
                         "(pip install 'fleetplan[plot]')\n")
-    r = cli("batch", "good/small.yaml", "--out", "out-none", "--ray", "auto", cwd=tree, env=env)
+    r = cli("batch", "good/small.yaml", "--out", "out-none", "--ray", "auto", cwd=batch_tree, env=env)
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == "error: --ray needs Ray, which is not installed (pip install 'fleetplan[ray]')\n"
-    assert not (tree / "out-none").exists()
+    assert not (batch_tree / "out-none").exists()
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -242,36 +223,36 @@ def test_plot_and_ray_without_their_packages_are_clear_errors(tree, tmp_path):
     (("good", "--jobs", "2", "--ray", "auto"), "not allowed with argument"),
     (("good", "--jobs", "0"), "must be at least 1"),
 ])
-def test_bad_arguments_exit_2_before_planning(tree, args, message, capsys, monkeypatch):
+def test_bad_arguments_exit_2_before_planning(batch_tree, args, message, capsys, monkeypatch):
     """In this process (the same parser and runner; no interpreter start per case)."""
     from solver.cli.main import main
 
-    monkeypatch.chdir(tree)
+    monkeypatch.chdir(batch_tree)
     assert main(["batch", *args, "--out", "out-bad-args"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and message in err and err.startswith("error: "), err
     assert len(err.splitlines()) == 1
-    assert not (tree / "out-bad-args").exists()
+    assert not (batch_tree / "out-bad-args").exists()
 
 
-def test_out_must_be_a_folder(tree, capsys, monkeypatch):
+def test_out_must_be_a_folder(batch_tree, capsys, monkeypatch):
     from solver.cli.main import main
 
-    monkeypatch.chdir(tree)
-    (tree / "a-file").write_text("")
+    monkeypatch.chdir(batch_tree)
+    (batch_tree / "a-file").write_text("")
     assert main(["batch", "good/small.yaml", "--out", "a-file"]) == 2
     assert capsys.readouterr().err == "error: --out a-file: exists and is not a folder\n"
 
 
-def test_plan_and_check_on_a_sweep_file(tree):
-    r = cli("plan", "good/sweep.yaml", "--format", "json", "--no-timings", "--no-record", cwd=tree)
+def test_plan_and_check_on_a_sweep_file(batch_tree):
+    r = cli("plan", "good/sweep.yaml", "--format", "json", "--no-timings", "--no-record", cwd=batch_tree)
     assert r.returncode == 0
     assert r.stderr == ("note: good/sweep.yaml declares a sweep: 6 variants over h200-sxm.price (2), "
                         "chat.qps (3); planning the base problem as written (fleetplan batch "
                         "good/sweep.yaml --out DIR plans every variant)\n")
     doc = json.loads(r.stdout)
     assert doc["problem"] == "sweep" and doc["cost_per_hour"] == 15.0  # 100 QPS, h200 at 3.5
-    r = cli("check", "good/sweep.yaml", cwd=tree)
+    r = cli("check", "good/sweep.yaml", cwd=batch_tree)
     assert r.returncode == 0 and r.stdout == ("ok: good/sweep.yaml (sweep: 1 services, 2 hardware "
                                               "types; sweep: 6 variants over h200-sxm.price (2), chat.qps (3))\n")
 

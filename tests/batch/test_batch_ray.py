@@ -7,18 +7,15 @@ the same function in a worker, and the other tests plan with it)."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from solver.batch.runner import BatchOptions, run_batch
-from tests.support.batch_problems import make_tree
+from tests.support.cli import cli
 
 ray = pytest.importorskip("ray")  # in the dev extra; `fleetplan[ray]` for users
 
-ROOT = Path(__file__).resolve().parents[2]
 REFS = ["good", "bad/*.yaml"]
 
 
@@ -30,11 +27,6 @@ def cluster():
     ray.shutdown()
 
 
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory):
-    return make_tree(tmp_path_factory.mktemp("ray"))
-
-
 def outputs(out: Path) -> dict[str, bytes]:
     got = {f"results/{p.name}": p.read_bytes() for p in sorted((out / "results").iterdir())}
     for name in ("summary.csv", "summary.json"):
@@ -43,43 +35,41 @@ def outputs(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="module")
-def local(tree) -> dict[str, bytes]:
+def local(batch_tree) -> dict[str, bytes]:
     cwd = os.getcwd()
-    os.chdir(tree)
+    os.chdir(batch_tree)
     try:
         s = run_batch(REFS, BatchOptions(out=Path("local"), timings=False, record=False), progress_stream=None)
     finally:
         os.chdir(cwd)
     assert s.exit_code == 2 and s.counts.optimal == 8
-    return outputs(tree / "local")
+    return outputs(batch_tree / "local")
 
 
-def test_ray_in_process_equals_the_local_run(cluster, tree, local, monkeypatch):
-    monkeypatch.chdir(tree)
+def test_ray_in_process_equals_the_local_run(cluster, batch_tree, local, monkeypatch):
+    monkeypatch.chdir(batch_tree)
     s = run_batch(REFS, BatchOptions(out=Path("on-ray"), timings=False, record=False, ray="auto"),
                   progress_stream=None)
     assert ray.is_initialized()  # the batch used the caller's connection and left it open
     assert s.exit_code == 2
-    assert outputs(tree / "on-ray") == local
+    assert outputs(batch_tree / "on-ray") == local
 
 
-def test_fleetplan_batch_ray_address_equals_the_local_run(cluster, tree, local):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    r = subprocess.run([sys.executable, "-m", "solver", "batch", *REFS, "--out", "cli-ray",
-                        "--no-timings", "--no-record", "--ray", cluster], capture_output=True, text=True,
-                       cwd=tree, env=env, timeout=300)
+def test_fleetplan_batch_ray_address_equals_the_local_run(cluster, batch_tree, local):
+    r = cli("batch", *REFS, "--out", "cli-ray", "--no-timings", "--no-record", "--ray", cluster,
+            cwd=batch_tree)
     assert r.returncode == 2, r.stderr
     assert "Traceback" not in r.stderr
     assert r.stdout.splitlines()[-1].startswith("10 problems: 8 planned, 1 infeasible, 1 invalid")
-    assert outputs(tree / "cli-ray") == local
+    assert outputs(batch_tree / "cli-ray") == local
 
 
-def test_an_unreachable_address_is_bad_input(tree, capsys, monkeypatch):
+def test_an_unreachable_address_is_bad_input(batch_tree, capsys, monkeypatch):
     from solver.cli.main import main
 
-    monkeypatch.chdir(tree)
+    monkeypatch.chdir(batch_tree)
     assert main(["batch", "good/small.yaml", "--out", "x", "--ray", "127.0.0.1:1"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --ray 127.0.0.1:1: cannot connect to a Ray cluster: nothing "
                           "answers at 127.0.0.1:1 ("), err
-    assert not (tree / "x").exists()  # nothing planned, nothing written
+    assert not (batch_tree / "x").exists()  # nothing planned, nothing written

@@ -8,16 +8,15 @@ never a traceback.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT, cli
+
 MODELS = sorted(p.stem for p in (ROOT / "models").glob("*.yaml"))
 HARDWARE = sorted(p.stem for p in (ROOT / "hardware").glob("*.yaml"))
 SPEC_KEYS = ("fits", "memory_gib_per_device", "prefill_ms", "decode_step_ms", "ttft_ms",
@@ -25,9 +24,7 @@ SPEC_KEYS = ("fits", "memory_gib_per_device", "prefill_ms", "decode_step_ms", "t
 
 
 def fleetplan(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "FLEETPLAN_DEBUG"}
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=120)
+    return cli(*args, cwd=cwd, timeout=120)
 
 
 def estimate_json(*args: str) -> dict:

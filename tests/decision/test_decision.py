@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
-import sys
 from functools import cache
-from pathlib import Path
 
 import pytest
 
@@ -25,8 +22,8 @@ from solver.decision.validity import REGRET, _still_optimal
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import REMEASURE_AFTER_DAYS, plan
 from solver.problem.load import derive, load_problem
+from tests.support.cli import ROOT, cli
 
-ROOT = Path(__file__).resolve().parents[2]
 OPTS = SolveOptions(time_limit_s=30.0)
 DEFAULT = ROOT / "problems" / "llama3-70b-online.yaml"
 
@@ -156,11 +153,6 @@ def test_max_throughput_runners_up_report_throughput():
         if a.status != "infeasible":
             assert a.throughput_scale <= doc.throughput_scale + 1e-9
             assert a.delta_throughput_pct is not None
-
-
-def cli(*args):
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
 
 
 def test_cli_carries_the_record_unless_told_not_to():

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.cli import ROOT, cli_env
+
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
 CORPUS = HERE / "malformed"
 GOOD = ROOT / "problems" / "llama3-70b-online.yaml"
 FILES = sorted(CORPUS.glob("*.yaml"))
@@ -100,17 +101,10 @@ def _argv(command: str, path: Path) -> list[str]:
     return [sys.executable, "-m", "solver", command, str(path)]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("FLEETPLAN_DEBUG", None)  # it turns errors into tracebacks on purpose
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-    return env
-
-
 def run_cli(argv: list[str], timeout: float = TIMEOUT_S) -> Outcome:
     try:
         p = subprocess.run(argv, capture_output=True, text=True, errors="replace", cwd=ROOT,
-                           env=_env(), timeout=timeout)
+                           env=cli_env(), timeout=timeout)
     except subprocess.TimeoutExpired as exc:
         return Outcome(None, _text(exc.stdout), f"TIMEOUT after {timeout:g} s\n{_text(exc.stderr)}")
     return Outcome(p.returncode, p.stdout, p.stderr)
@@ -131,7 +125,7 @@ def _limited_start(argv: list[str], max_bytes: int):
 
         resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
 
-    proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT, env=_env(),
+    proc = subprocess.Popen(argv, stdout=out, stderr=err, cwd=ROOT, env=cli_env(),
                             preexec_fn=cap if os.name == "posix" else None)
     return proc, out, err
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 import yaml
@@ -12,8 +11,7 @@ from solver.errors import InputError
 from solver.plan.planner import plan
 from solver.problem.load import load_problem, parse_problem
 from solver.schema.problem import TokenDist
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import ROOT
 
 
 def _card(kind: str, name: str) -> dict:

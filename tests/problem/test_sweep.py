@@ -7,7 +7,6 @@ import itertools
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from solver.errors import InputError
 from solver.fleet.solve import SolveOptions
@@ -24,6 +23,7 @@ from solver.report.plan_views import to_json
 from solver.schema.problem import LatencyBound
 from solver.schema.sweep import SweepRange, axis_values
 from tests.support.questions_problem import small_problem
+from tests.support.strategies import SWEEP_FIELDS, sweeps
 
 
 def swept(sweep: str, base: str | None = None):
@@ -125,25 +125,6 @@ def test_errors_name_the_sweep_key_and_the_broken_field():
 
 # ---- properties -------------------------------------------------------------------------------
 
-FIELDS = {
-    "hardware[h100-sxm].price_per_hour": ("h100-sxm.price", st.floats(0.5, 20)),
-    "hardware[h200-sxm].supply": ("h200-sxm.supply", st.integers(1, 500)),
-    "services[chat].workload.qps": ("chat.qps", st.floats(1, 1000)),
-    "services[chat].slo.ttft_ms": ("chat.ttft_ms", st.floats(10, 5000)),
-    "budget_per_hour": ("budget", st.floats(1, 1e5)),
-}
-
-
-@st.composite
-def sweeps(draw):
-    keys = draw(st.lists(st.sampled_from(sorted(FIELDS)), min_size=1, max_size=3, unique=True))
-    out = {}
-    for k in keys:
-        vals = draw(st.lists(FIELDS[k][1].map(lambda x: round(x, 3)), min_size=1, max_size=3, unique=True))
-        out[k] = vals
-    return out
-
-
 def _read(rp, label: str) -> float:
     p = rp.problem
     return {
@@ -167,7 +148,7 @@ def test_the_product_is_every_combination_once_with_its_values(sweep):
     assert len(vs) == n
     assert len({v.name for v in vs}) == n
     for v, combo in zip(vs, itertools.product(*lists)):
-        assert [lab for lab, _ in v.values] == [FIELDS[k][0] for k in sweep]
+        assert [lab for lab, _ in v.values] == [SWEEP_FIELDS[k][0] for k in sweep]
         for (label, value), want in zip(v.values, combo):
             assert value == want
             assert _read(v.problem, label) == want

@@ -21,7 +21,6 @@ from functools import lru_cache
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from solver.candidates.build import build_candidates, reprice
 from solver.fleet import integerize as ints
@@ -33,6 +32,7 @@ from solver.questions.price import price_sweep
 from solver.schema.questions import FrontierResult
 from solver.verify.checks import violations
 from tests.support.questions_problem import small_problem
+from tests.support.strategies import frontier_points
 
 OPTS = SolveOptions(time_limit_s=20, seed=0, workers=1)
 
@@ -258,7 +258,7 @@ def test_pareto_flags_by_hand():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(1, 8), st.one_of(st.none(), st.integers(1, 8))), min_size=1, max_size=12))
+@given(frontier_points())
 def test_pareto_flags_property(pts):
     t = [float(a) for a, _ in pts]
     c = [None if b is None else float(b) for _, b in pts]

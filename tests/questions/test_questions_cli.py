@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from solver.schema.questions import FrontierResult, PriceSweepResult
+from tests.support.cli import cli, env_lacking
 from tests.support.questions_problem import small_problem
-
-ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 300
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=TIMEOUT, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -83,11 +73,7 @@ def test_frontier_json_on_stdout_is_deterministic_without_timings(budget_problem
 
 def test_frontier_plot_without_matplotlib_is_a_clear_error(budget_problem, tmp_path):
     """A package named matplotlib that cannot be imported stands in for a missing install."""
-    fake = tmp_path / "site" / "matplotlib"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(fake.parent), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = env_lacking(tmp_path, "matplotlib")
     png = tmp_path / "f.png"
     for flag in ("--plot", "--out-png"):
         r = cli("frontier", str(budget_problem), flag, str(png), env=env)

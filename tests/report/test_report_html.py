@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import io
 import json
-import os
 import shutil
 import struct
 import subprocess
@@ -22,18 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support.cli import ROOT, cli, env_lacking
 from tests.support.questions_problem import small_problem
 
-ROOT = Path(__file__).resolve().parents[2]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FEASIBLE_SECTIONS = ["decision", "pools", "latency", "cost", "frontier", "alternatives",
                      "assumptions", "validity", "solver"]
 NASTY = '<script>alert("x")</script> $\\frac{1}$ & co'  # HTML, and matplotlib math mode
-
-
-def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300, env=env)
 
 
 class Page(HTMLParser):
@@ -391,11 +385,7 @@ def test_markdown_carries_the_same_sections(nasty, nasty_problem):
 
 def test_html_without_matplotlib_is_a_clear_error(tmp_path):
     """A package named matplotlib that cannot be imported stands in for a missing install."""
-    fake = tmp_path / "site" / "matplotlib"
-    fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(fake.parent), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = env_lacking(tmp_path, "matplotlib")
     out = tmp_path / "r.html"
     r = cli("plan", str(ROOT / "problems" / "llama3-70b-online.yaml"), "--format", "html",
             "--out", str(out), env=env)

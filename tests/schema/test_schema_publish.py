@@ -11,7 +11,6 @@ import json
 import subprocess
 import sys
 from functools import cache
-from pathlib import Path
 
 import jsonschema
 import pytest
@@ -20,8 +19,8 @@ import yaml
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan_file
 from solver.schema.publish import DOCUMENTS, json_schema, render
+from tests.support.cli import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = sorted((ROOT / "problems").glob("*.yaml"))
 
 

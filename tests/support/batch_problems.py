@@ -17,9 +17,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from tests.support.cli import ROOT
 from tests.support.questions_problem import small_problem
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SWEEP = """\
 sweep:

@@ -1,0 +1,242 @@
+"""The `fleetplan` commands: each takes the parsed arguments, calls its step, prints the
+rendered document and returns the exit code (`COMMANDS` maps a command's name to it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from solver.catalog import shipped
+from solver.cli import profiles as profiles_cli
+from solver.errors import InputError
+
+
+def _problem_path(ref: str) -> str:
+    if os.path.exists(ref) or ref.endswith((".yaml", ".yml")) or "/" in ref:
+        return ref
+    return str(shipped.resolve("problems", ref))
+
+
+def _routing(spec: str | None, placement: str):
+    from solver.schema.routing import Routing
+
+    if spec is None:
+        return None
+    try:
+        return Routing.from_spec(spec, placement)
+    except ValueError as exc:
+        raise InputError(f"--routing: {exc}") from None
+
+
+def _cmd_schema(a: argparse.Namespace) -> int:
+    from solver.schema.publish import DOCUMENTS, render
+
+    if a.out:
+        out = Path(a.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for name in DOCUMENTS:
+            (out / f"{name}.schema.json").write_text(render(name))
+        print(f"wrote {len(DOCUMENTS)} schemas to {out}")
+        return 0
+    if a.name is None:
+        for name, (_, _, what) in DOCUMENTS.items():
+            print(f"{name:<14} {what}")
+        return 0
+    if a.name not in DOCUMENTS:
+        raise InputError(f"schema: unknown document '{a.name}' (one of {', '.join(DOCUMENTS)})")
+    sys.stdout.write(render(a.name))
+    return 0
+
+
+def _cmd_estimate(a: argparse.Namespace) -> int:
+    from solver.perf.estimate import estimate
+    from solver.report.text import estimate_text
+
+    r = estimate(
+        shipped.model_card(a.model), shipped.hardware_card(a.hardware),
+        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
+        concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
+        precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
+        routing=_routing(a.routing, a.placement),
+    )
+    print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
+    return 0
+
+
+def _cmd_plan(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.plan.planner import plan
+    from solver.report.plan_views import RENDERERS
+
+    if a.format == "html":
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--format html")  # before any solving
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    rp = _load_base(a.problem)
+    if a.no_record:
+        doc = plan(rp, opts, timings=not a.no_timings)
+    else:
+        from solver.decision.record import decide
+
+        doc = decide(rp, opts, timings=not a.no_timings)
+    if a.format == "html":  # the report's frontier section: a small frontier of the same problem
+        from solver.questions.report_frontier import report_frontier
+        from solver.report.html import to_html
+
+        text = to_html(doc, report_frontier(rp, doc, opts, timings=not a.no_timings))
+    else:
+        text = RENDERERS[a.format](doc)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 1 if doc.status == "infeasible" else 0
+
+
+def _load_base(ref: str):
+    """A problem for a one-problem command; a `sweep:` is validated and the base problem (the
+    file as written) is returned, with a note on stderr (`fleetplan batch` plans the variants)."""
+    from solver.problem.load import load_problem
+    from solver.problem.sweep import base_problem_note
+
+    rp = load_problem(_problem_path(ref))
+    note = base_problem_note(rp)
+    if note:
+        print(note, file=sys.stderr)
+    return rp
+
+
+def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
+    if a.out_json:
+        _write_atomic(a.out_json, json_text, "--out-json")
+    sys.stdout.write(text)
+
+
+def _cmd_frontier(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
+    from solver.report import question_views as views
+    from solver.report.plots import frontier_png, require_matplotlib
+
+    if a.points > MAX_POINTS:
+        raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
+    if a.plot:
+        require_matplotlib("--plot/--out-png")  # before any solving
+    rp = _load_base(a.problem)
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    doc = frontier(rp, a.points, a.max_scale, opts, timings=not a.no_timings)
+    if a.plot:
+        frontier_png(doc, a.plot)
+    js = views.to_json(doc)
+    _emit(a, js if a.format == "json" else views.frontier_table(doc), js)
+    return 0 if any_feasible(doc) else 1
+
+
+def _cmd_price_sweep(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.questions.price import any_feasible, price_sweep
+    from solver.report import question_views as views
+
+    rp = _load_base(a.problem)
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    doc = price_sweep(rp, a.hardware, a.price_from, a.price_to, a.steps, a.tolerance,
+                      a.max_solves, opts, timings=not a.no_timings, compare=a.compare)
+    js = views.to_json(doc)
+    _emit(a, js if a.format == "json" else views.price_table(doc), js)
+    return 0 if any_feasible(doc) else 1
+
+
+def _cmd_batch(a: argparse.Namespace) -> int:
+    from solver.batch.executors import import_ray
+    from solver.batch.runner import BatchOptions, run_batch
+    from solver.fleet.solve import SolveOptions
+    from solver.report import batch_views as views
+    from solver.report.plots import require_matplotlib
+
+    if a.plot:
+        require_matplotlib("--plot")  # before anything is planned
+    if a.ray:
+        import_ray()
+    opts = BatchOptions(
+        out=Path(a.out), solve=SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers),
+        timings=not a.no_timings, record=not a.no_record, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
+        pivot=tuple(a.pivot) if a.pivot else None, pivot_value=a.pivot_value, plot=a.plot,
+        plot_x=a.plot_x,
+    )
+    summary = run_batch(a.paths, opts, sys.stderr, a.progress)
+    if a.pivot and not a.quiet:
+        sys.stdout.write(views.pivot_text(summary.rows, *a.pivot, a.pivot_value) + "\n")
+    sys.stdout.write(views.summary_text(summary, a.out, a.quiet))
+    return summary.exit_code
+
+
+def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    from solver.problem.load import load_problem
+    from solver.problem.sweep import describe, expand
+
+    bad = 0
+    for ref in a.problems:
+        try:
+            rp = load_problem(_problem_path(ref))
+            variants = expand(rp)  # validates every value of a sweep
+        except InputError as exc:
+            bad += 1
+            print(f"error: {exc}", file=sys.stderr)
+            continue
+        sweep = describe(rp, variants)
+        print(f"ok: {ref} ({rp.name}: {len(rp.problem.services)} services, "
+              f"{len(rp.hardware)} hardware types{'; ' + sweep if sweep else ''})")
+    return 2 if bad else 0
+
+
+def _cmd_validate(a: argparse.Namespace) -> int:
+    from solver.accuracy.validate import validate_file
+    from solver.report import validation_views as views
+
+    report, original = validate_file(a.measured)
+    text = {
+        "table": lambda: views.to_table(report),
+        "json": lambda: views.to_json(report),
+        "csv": lambda: views.to_csv(report, original),
+    }[a.format]()
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_catalog(a: argparse.Namespace) -> int:
+    from solver.problem.listing import LISTS
+    from solver.report.catalog import catalog_json, catalog_text
+
+    lists = {k: LISTS[k]() for k in ([a.kind] if a.kind else ["models", "hardware"])}
+    print(catalog_json(lists) if a.format == "json" else catalog_text(lists))
+    return 0
+
+
+COMMANDS = {
+    "plan": _cmd_plan,
+    "batch": _cmd_batch,
+    "check": _cmd_check,
+    "frontier": _cmd_frontier,
+    "price-sweep": _cmd_price_sweep,
+    "estimate": _cmd_estimate,
+    "schema": _cmd_schema,
+    "validate": _cmd_validate,
+    "catalog": _cmd_catalog,
+    "profiles": profiles_cli.run,
+}

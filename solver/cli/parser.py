@@ -1,0 +1,217 @@
+"""The `fleetplan` argument parser: one function per command, each adding its subparser.
+
+`build_parser()` puts them together; `solver/cli/commands.py` runs the parsed command.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from solver import __version__
+from solver.cli import profiles as profiles_cli
+from solver.errors import InputError
+from solver.report.plan_views import RENDERERS as PLAN_FORMATS
+from solver.schema.cards import PRECISIONS
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        raise InputError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
+    return v
+
+
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
+    return v
+
+
+def _question_solver_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+                   help="seconds per plan (default 60)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=_positive, default=1, help="CP-SAT workers (default 1)")
+    p.add_argument("--no-timings", action="store_true",
+                   help="leave wall times null so that the same input gives byte-identical output")
+
+
+def add_estimate(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan estimate`: the performance model for one configuration."""
+    e = sub.add_parser("estimate", help="the performance model for one configuration")
+    e.add_argument("--model", required=True, help="model card name or path")
+    e.add_argument("--hardware", required=True, help="hardware card name or path")
+    for flag in ("tp", "pp", "ep", "dp"):
+        e.add_argument(f"--{flag}", type=_positive, default=1)
+    e.add_argument("--stage", choices=["prefill", "decode"])
+    load = e.add_mutually_exclusive_group()
+    load.add_argument("--batch", type=_positive)
+    load.add_argument("--concurrency", type=_positive,
+                      help="closed-loop benchmark: N requests always in flight")
+    e.add_argument("--input-tokens", type=_positive, default=2048)
+    e.add_argument("--output-tokens", type=_positive, default=128)
+    e.add_argument("--precision", choices=PRECISIONS, default="bf16")
+    e.add_argument("--kv-precision", choices=PRECISIONS)
+    e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
+                   help="use the engine's calibrated parameters (hardware/calibration/)")
+    e.add_argument("--routing", default=None, metavar="SPEC",
+                   help="MoE routing: balanced, zipf:S, hottest:X (e.g. hottest:7%%) or "
+                   "histogram:C1,C2,... (routed tokens per expert)")
+    e.add_argument("--placement", choices=["load_balanced", "in_order"], default="load_balanced",
+                   help="how experts are placed on expert-parallel ranks (with --routing)")
+    e.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def add_plan(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan plan`: one problem file, the cheapest (or largest) fleet."""
+    pl = sub.add_parser("plan", help="plan a problem file: the cheapest (or largest) fleet")
+    pl.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    pl.add_argument("--format", choices=list(PLAN_FORMATS), default="table",
+                    help="html: one self-contained report with plots (needs matplotlib: pip "
+                    "install 'fleetplan[plot]'); it also plans a small cost-vs-traffic frontier")
+    pl.add_argument("--out", help="write the result to this file instead of stdout")
+    pl.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
+    pl.add_argument("--seed", type=int, default=0)
+    pl.add_argument("--workers", type=_positive, default=1,
+                    help="CP-SAT workers (default 1: deterministic; more may be faster but "
+                    "equal-cost plans can then differ between runs)")
+    pl.add_argument("--no-record", action="store_true",
+                    help="skip the decision record (uncertainty bands, runners-up, fallback, "
+                    "validity intervals), which re-solves the problem a few dozen times")
+    pl.add_argument("--no-timings", action="store_true",
+                    help="leave solver.wall_s null so that the same input and seed give "
+                    "byte-identical output")
+
+
+def add_frontier(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan frontier`: cost against served traffic."""
+    fr = sub.add_parser("frontier", help="cost vs served traffic: the cheapest fleet at each "
+                        "traffic level, up to the most the budget, power and supply allow")
+    fr.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    fr.add_argument("--points", type=_positive, default=10, help="traffic levels (default 10)")
+    fr.add_argument("--max-scale", type=_positive_float,
+                    help="sweep up to this multiple of the demand mix (default: the most traffic "
+                    "the problem's limits allow, or 1 when nothing limits it)")
+    fr.add_argument("--format", choices=["table", "json"], default="table")
+    fr.add_argument("--out-json", help="also write the JSON document to this file")
+    fr.add_argument("--plot", "--out-png", dest="plot", metavar="FILE.png",
+                    help="draw the frontier (needs matplotlib: pip install 'fleetplan[plot]')")
+    _question_solver_args(fr)
+
+
+def add_price_sweep(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan price-sweep`: the prices of one device type at which the mix changes."""
+    ps = sub.add_parser("price-sweep", help="the prices of one device type at which the chosen "
+                        "mix changes (a sweep plus bisection)")
+    ps.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
+    ps.add_argument("--hardware", required=True, help="the hardware type whose price is swept")
+    ps.add_argument("--from", dest="price_from", type=_positive_float,
+                    help="lowest price, USD per device-hour (default: half the problem's)")
+    ps.add_argument("--to", dest="price_to", type=_positive_float,
+                    help="highest price, USD per device-hour (default: twice the problem's)")
+    ps.add_argument("--steps", type=_positive, default=10,
+                    help="grid intervals (default 10: 11 grid prices)")
+    ps.add_argument("--tolerance", type=_positive_float, default=0.001,
+                    help="bisect each change to this width, USD per device-hour (default 0.001)")
+    ps.add_argument("--max-solves", type=_positive, default=200,
+                    help="stop bisecting after this many plans in all (default 200)")
+    ps.add_argument("--compare", choices=["devices", "types"],
+                    help="a change of mix: another device count of some type (default for "
+                    "min_cost) or another set of types used (default for max_throughput)")
+    ps.add_argument("--format", choices=["table", "json"], default="table")
+    ps.add_argument("--out-json", help="also write the JSON document to this file")
+    _question_solver_args(ps)
+
+
+def add_batch(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan batch`: many problem files and their sweeps."""
+    b = sub.add_parser("batch", help="plan many problem files (folders, globs) and the variants "
+                       "of their sweeps: one result file each and a summary table")
+    b.add_argument("paths", nargs="+", metavar="PATH",
+                   help="problem files, folders (their *.yaml), globs, or shipped problem names")
+    b.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder: results/<problem>.json and summary.csv/.json/.parquet")
+    where = b.add_mutually_exclusive_group()
+    where.add_argument("--jobs", type=_positive, default=1,
+                       help="problems planned at once on a local process pool (default 1)")
+    where.add_argument("--ray", metavar="ADDRESS",
+                       help="plan on a Ray cluster: its address, 'auto' (the running cluster) or "
+                       "'local' (start one here); needs pip install 'fleetplan[ray]'")
+    b.add_argument("--resume", action="store_true",
+                   help="skip problems whose result in DIR was planned from the same inputs "
+                   "(problem, cards, calibration, measured tables, solver options)")
+    b.add_argument("-r", "--recursive", action="store_true", help="search folders' subfolders too")
+    b.add_argument("--pivot", nargs=2, metavar=("ROW", "COL"),
+                   help="also write summary.pivot.csv (and print it): one row per value of the "
+                   "swept field ROW, one column per value of COL (labels as in the summary's "
+                   "sweep.* columns, e.g. h100-sxm.price chat.qps)")
+    b.add_argument("--pivot-value", choices=["cost_per_hour", "objective", "total_devices", "power_kw"],
+                   default="cost_per_hour", help="the pivot's cells (default cost_per_hour)")
+    b.add_argument("--plot", metavar="FILE.png",
+                   help="draw cost against a swept field (needs matplotlib: pip install "
+                   "'fleetplan[plot]')")
+    b.add_argument("--plot-x", metavar="LABEL",
+                   help="the swept field on the plot's x axis (default: the first one)")
+    shown = b.add_mutually_exclusive_group()
+    shown.add_argument("--progress", dest="progress", action="store_true", default=None,
+                       help="show progress on stderr even when it is not a terminal")
+    shown.add_argument("--no-progress", dest="progress", action="store_false",
+                       help="no progress bar (default: a bar when stderr is a terminal)")
+    b.add_argument("--quiet", action="store_true", help="print only the counts, not the table")
+    b.add_argument("--no-record", action="store_true",
+                   help="skip each plan's decision record, as plan --no-record (much faster: "
+                   "the record re-solves each problem a few dozen times)")
+    _question_solver_args(b)
+
+
+def add_check(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan check`: validate problem files without solving."""
+    ch = sub.add_parser("check", help="validate problem files without solving")
+    ch.add_argument("problems", nargs="+")
+
+
+def add_validate(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan validate`: predictions against measured benchmark points."""
+    v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
+    v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
+                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]")
+    v.add_argument("--format", choices=["table", "json", "csv"], default="table")
+    v.add_argument("--out", help="write the result to this file instead of stdout")
+
+
+def add_catalog(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan catalog`: the shipped cards."""
+    c = sub.add_parser("catalog", help="list the shipped cards")
+    c.add_argument("kind", nargs="?", choices=["models", "hardware"], default=None)
+    c.add_argument("--format", choices=["table", "json"], default="table")
+
+
+def add_schema(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan schema`: the JSON Schemas of the documents."""
+    sc = sub.add_parser("schema", help="the JSON Schema of fleetplan's input and output documents")
+    sc.add_argument("name", nargs="?", help="one document (default: list them)")
+    sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line: `fleetplan [--version] COMMAND ...`."""
+    p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
+                "at the lowest cost.")
+    p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_check,
+                add_validate, add_catalog, add_schema, profiles_cli.add_parser):
+        add(sub)
+    return p

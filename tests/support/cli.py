@@ -1,0 +1,42 @@
+"""Running `fleetplan` (`python -m solver`) in a subprocess, as a user would, for the CLI tests.
+
+`ROOT` is the repository's root. `cli(*args)` runs the command there (or in `cwd`) with
+`cli_env()`: this environment without FLEETPLAN_DEBUG (which turns error lines into tracebacks
+on purpose) and with the checkout first on PYTHONPATH. `env_lacking(tmp, *packages)` is such an
+environment in which importing each of `packages` fails, as when it is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT_S = 300
+
+
+def cli_env(*first_on_path: Path) -> dict[str, str]:
+    """This process's environment for a `fleetplan` subprocess; `first_on_path` go before ROOT."""
+    env = dict(os.environ)
+    env.pop("FLEETPLAN_DEBUG", None)
+    paths = [*map(str, first_on_path), str(ROOT), env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+    return env
+
+
+def cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None,
+        timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess:
+    """`fleetplan ARGS...` in `cwd`, its output captured as text."""
+    return subprocess.run([sys.executable, "-m", "solver", *args], capture_output=True, text=True,
+                          cwd=cwd, env=cli_env() if env is None else env, timeout=timeout)
+
+
+def env_lacking(tmp: Path, *packages: str) -> dict[str, str]:
+    """A `cli_env()` in which `import PACKAGE` raises ImportError for each of `packages`."""
+    site = tmp / "site"
+    for pkg in packages:
+        (site / pkg).mkdir(parents=True)
+        (site / pkg / "__init__.py").write_text(f"raise ImportError('No module named {pkg}')\n")
+    return cli_env(site)
