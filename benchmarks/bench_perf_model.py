@@ -115,7 +115,7 @@ def evaluate(arch: ModelArch, hw: HardwareTable, blocks, block_rows: int,
             if keep is not None:
                 for name in PREDICTED:
                     keep.setdefault(name, []).append(np.asarray(getattr(r, name), dtype=float))
-                keep.setdefault("memory_gib", []).append(rt.memory_gib(r.memory))
+                keep.setdefault("memory_gib", []).append(r.memory.total_gib)
                 keep.setdefault("feasible", []).append(feasible)
     return counts
 

@@ -29,7 +29,7 @@ import numpy as np
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
-from solver.perf.tables import GIB, PRECISION_BYTES, HardwareTable, Plans
+from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
 from solver.schema.engine import EngineParams
 
 Z99 = 2.3263478740408408  # standard normal 99th percentile
@@ -395,7 +395,3 @@ def colocated_role(
         slo_ok=ok,
         breakdown=st,
     )
-
-
-def memory_gib(m: Memory) -> np.ndarray:
-    return m.total / GIB
