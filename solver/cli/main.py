@@ -102,6 +102,12 @@ def _build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
+    pl.add_argument("--solver-log", action="store_true",
+                    help="print CP-SAT's search log of every solve on stderr (the plan's, then the "
+                    "homogeneous comparison's and the decision record's; stdout stays the document)")
+    pl.add_argument("--export-model", metavar="FILE",
+                    help="write the CP-SAT model of the plan's main solve (its primary stage, before "
+                    "solving) to FILE as CP-SAT's text proto (a CpModelProto)")
 
     fr = sub.add_parser("frontier", help="cost vs served traffic: the cheapest fleet at each "
                         "traffic level, up to the most the budget, power and supply allow")
@@ -251,7 +257,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         from solver.report.plots import require_matplotlib
 
         require_matplotlib("--format html")  # before any solving
-    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers, solver_log=a.solver_log,
+                        export_model=Path(a.export_model) if a.export_model else None)
     rp = _load_base(a.problem)
     if a.no_record:
         doc = plan(rp, opts, timings=not a.no_timings)
