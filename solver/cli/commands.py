@@ -74,7 +74,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         from solver.report.plots import require_matplotlib
 
         require_matplotlib("--format html")  # before any solving
-    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers)
+    opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers, solver_log=a.solver_log,
+                        export_model=Path(a.export_model) if a.export_model else None)
     rp = _load_base(a.problem)
     if a.no_record:
         doc = plan(rp, opts, timings=not a.no_timings)

@@ -93,6 +93,12 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
+    pl.add_argument("--solver-log", action="store_true",
+                    help="print CP-SAT's search log of every solve on stderr (the plan's, then the "
+                    "homogeneous comparison's and the decision record's; stdout stays the document)")
+    pl.add_argument("--export-model", metavar="FILE",
+                    help="write the CP-SAT model of the plan's main solve (its primary stage, before "
+                    "solving) to FILE as CP-SAT's text proto (a CpModelProto)")
 
 
 def add_frontier(sub: argparse._SubParsersAction) -> None:

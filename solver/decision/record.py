@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from pathlib import Path
 
@@ -31,11 +30,13 @@ def input_sha256(rp: ResolvedProblem) -> str:
 def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
            max_solves: int = MAX_SOLVES) -> PlanResult:
     """The plan of `rp` with its decision record. The record's extra solves (runners-up, the
-    fallback, the validity intervals) run with timings off and the same options."""
+    fallback, the validity intervals) run with timings off and the same options, less the
+    model export (`SolveOptions.follow_up`)."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
-    # the record's what-if solves get a shorter limit each: an unproven one says "feasible"
-    what_if = dataclasses.replace(opts, time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
+    # the record's what-if solves get a shorter limit each (an unproven one says "feasible") and
+    # export no model: the exported one stays the main plan solve's
+    what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
     record = DecisionRecord(
         uncertainty=plan_uncertainty(rp, doc),
         runners_up=runners_up(rp, cs, doc, what_if),

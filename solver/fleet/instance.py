@@ -89,9 +89,6 @@ class FleetInstance:
         sites = self.services[s].sites
         return sites is None or k in sites
 
-    def site_label(self, k: int) -> str:
-        return f" at site '{self.site_names[k]}'" if self.site_names else ""
-
 
 def _demand_bounds(t, cap, services, ratio) -> np.ndarray:
     """Instances of one row that serving the demand can ever need: ceil(demand / capacity),
@@ -152,22 +149,17 @@ def _placements(rp: ResolvedProblem, cs: CandidateSet) -> tuple[np.ndarray, np.n
     return np.array(rows, dtype=np.int64), np.array(sites, dtype=np.int64)
 
 
-def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | None = None) -> FleetInstance:
-    """The fleet model's columns and limits. heterogeneous=False restricts every prefill column
-    to send its KV cache to its own hardware type (the best homogeneous plan's model); the
-    default is the problem's constraints.heterogeneous_prefill_decode."""
-    if heterogeneous is None:
-        heterogeneous = rp.problem.constraints.heterogeneous_prefill_decode
+def _column_costs(rp: ResolvedProblem, cs: CandidateSet, row: np.ndarray, site: np.ndarray) -> np.ndarray:
+    """Cost per instance of every column (1e-4 USD/h): with sites, at the site's price."""
     t = cs.table
-    row, site = _placements(rp, cs)
-    devices = t.devices.astype(np.int64)[row]
-    if rp.site_names:
-        unit = np.array([t.devices[r] * rp.price_at(int(k), int(t.hw[r])) for r, k in zip(row, site)])
-        cost = ints.cost(unit) if len(row) else np.zeros(0, dtype=np.int64)
-    else:
-        cost = ints.cost(t.cost_per_hour)
-    cap = ints.capacity(t.capacity_qps)
-    power = ints.power(t.power_w)[row]
+    if not rp.site_names:
+        return ints.cost(t.cost_per_hour)
+    unit = np.array([t.devices[r] * rp.price_at(int(k), int(t.hw[r])) for r, k in zip(row, site)])
+    return ints.cost(unit) if len(row) else np.zeros(0, dtype=np.int64)
+
+
+def _service_specs(rp: ResolvedProblem, cs: CandidateSet) -> list[ServiceSpec]:
+    t = cs.table
     ratio = rp.problem.constraints.prefill_decode_ratio
     names = rp.site_names
     services = []
@@ -186,42 +178,46 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | 
                 sites=None if s.sites is None else tuple(names.index(x) for x in s.sites),
             )
         )
+    return services
+
+
+def _lose_instances(rp: ResolvedProblem) -> int:
     survive = rp.problem.constraints.survive
-    lose_k = (survive.lose_instances or 0) if survive is not None else 0
-    demand_ub = _demand_bounds(t, cap, services, ratio)[row]
-    if rp.problem.objective == "min_cost":
-        demand_ub = demand_ub + lose_k  # k more instances of one row can be what losing k needs
+    return (survive.lose_instances or 0) if survive is not None else 0
+
+
+def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | None = None) -> FleetInstance:
+    """The fleet model's columns and limits. heterogeneous=False restricts every prefill column
+    to send its KV cache to its own hardware type (the best homogeneous plan's model); the
+    default is the problem's constraints.heterogeneous_prefill_decode."""
+    p = rp.problem
+    if heterogeneous is None:
+        heterogeneous = p.constraints.heterogeneous_prefill_decode
+    t = cs.table
+    row, site = _placements(rp, cs)
+    devices = t.devices.astype(np.int64)[row]
+    cost = _column_costs(rp, cs, row, site)
+    cap = ints.capacity(t.capacity_qps)
+    power = ints.power(t.power_w)[row]
+    services = _service_specs(rp, cs)
+    demand_ub = _demand_bounds(t, cap, services, p.constraints.prefill_decode_ratio)[row]
+    if p.objective == "min_cost":
+        demand_ub = demand_ub + _lose_instances(rp)  # losing k can need k more instances of one row
     ub = _limit_bounds(rp, devices, t.hw[row], site, cost, power)
-    if rp.problem.objective == "min_cost":
+    if p.objective == "min_cost":
         ub = np.minimum(ub, demand_ub)
     reach = cs.reach(row, heterogeneous, len(rp.hardware))
     reach[t.role[row] != PREFILL] = True
     return FleetInstance(
-        objective=rp.problem.objective,
-        service=t.service[row].copy(),
-        role=t.role[row].copy(),
-        hw=t.hw[row].copy(),
-        devices=devices,
-        cap=cap[row],
-        cost=cost,
-        power=power,
-        ub=np.maximum(ub, 0),
-        demand_ub=demand_ub,
-        services=tuple(services),
-        hw_names=rp.hardware_names,
-        supply=rp.supplies,
-        budget=ints.budget(rp.problem.budget_per_hour) if rp.problem.budget_per_hour else None,
-        power_cap=(
-            ints.power_cap(rp.problem.constraints.power_kw)
-            if rp.problem.constraints.power_kw
-            else None
-        ),
-        site=site,
-        reach=reach,
-        row=row,
-        site_names=names,
-        site_supply=rp.site_supplies,
+        objective=p.objective,
+        service=t.service[row].copy(), role=t.role[row].copy(), hw=t.hw[row].copy(),
+        devices=devices, cap=cap[row], cost=cost, power=power,
+        ub=np.maximum(ub, 0), demand_ub=demand_ub, services=tuple(services),
+        hw_names=rp.hardware_names, supply=rp.supplies,
+        budget=ints.budget(p.budget_per_hour) if p.budget_per_hour else None,
+        power_cap=ints.power_cap(p.constraints.power_kw) if p.constraints.power_kw else None,
+        site=site, reach=reach, row=row, site_names=rp.site_names, site_supply=rp.site_supplies,
         site_power_cap=tuple(None if kw is None else ints.power_cap(kw) for kw in rp.site_power_kw),
-        lose_instances=lose_k,
-        lose_site=bool(survive is not None and survive.lose_site),
+        lose_instances=_lose_instances(rp),
+        lose_site=bool(p.constraints.survive is not None and p.constraints.survive.lose_site),
     )

@@ -11,7 +11,7 @@
 | ratio bounds lo <= P/D   | lo*1000 / 1000  | ceil lo, floor hi | stay inside the user's range |
 
 Values are snapped to 6 decimals after scaling before rounding, so float noise such as
-1.1 * 100 == 110.00000000000001 does not round up a whole unit (reference/cpsat.md 2.1).
+1.1 * 100 == 110.00000000000001 does not round up a whole unit.
 """
 
 from __future__ import annotations

@@ -2,21 +2,8 @@
 after losing one whole site, or after losing the k largest instances of any one hardware type.
 Each failure is a separate scenario (they are not assumed to happen together).
 
-Notation. Columns c (a candidate at a site) have n_c instances of integer capacity cap_c
-(milli-QPS). At site k, service s's traffic flows through a network: colocated columns serve
-it directly; disaggregated traffic goes from prefill columns to the decode columns of the types
-each prefill column reaches (its KV link). The most s can serve at site k is the maximum flow
-of that network, and by max-flow/min-cut it equals the smallest capacity of a cut:
-
-    servable_k(n) = min over cuts Q of  sum_{c in Q} cap_c n_c
-
-where a cut Q is a set of columns that every source-to-sink path crosses. The minimal cuts are
-few and depend only on the columns, not on n (`site_cuts`): every colocated column, plus, for a
-set U of decode types that is a union of the prefill columns' reach sets (U may be empty), the
-prefill columns whose reach is not inside U and the decode columns whose type is in U. (Any cut
-contains one of these: shrinking its decode side to the largest union of reach sets inside it
-keeps it a cut and removes capacity.) With every prefill column reaching every decode type this
-is the familiar colocated + min(prefill, decode).
+The minimal cuts of each site's network are derived in solver/fleet/cuts.py: servable_k(n), the
+most s can serve at site k, is the smallest cut capacity sum_{c in Q} cap_c n_c.
 
 The model's shares col[s,k] + dis[s,k] are bounded by the site's flow and may be as large as it,
 so they stand for servable_k wherever more capacity only helps (all uses below).
@@ -57,53 +44,20 @@ Then, for every split of K over the sites where the service has type-t columns,
     sum_{k: j_k = 0} share_k + sum_{k: j_k > 0} w[k, j_k] >= demand_s.
 
 Both directions hold: a plan meeting these rows survives every loss (w <= V), and a plan that
-survives every loss satisfies them with w = V. Tests: tests/test_fleet_survive.py compares the
+survives every loss satisfies them with w = V. Tests: tests/fleet/test_fleet_survive.py compares the
 optimum with a brute force that enumerates every loss of every candidate plan.
 """
 
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.fleet import integerize as ints
-from solver.fleet.instance import FleetInstance
-from solver.schema.roles import COLOCATED, DECODE, PREFILL
-
-if TYPE_CHECKING:
-    from solver.fleet.model import FleetModel
-
-
-def disaggregated_cuts(inst: FleetInstance, s: int, k: int, limit: int | None = None) -> list[np.ndarray] | None:
-    """The minimal cuts (column index arrays) of service s's prefill -> decode network at
-    site k; [empty] when it carries nothing (no prefill or no reachable decode column); None
-    when there would be more than `limit` candidate cuts."""
-    pre = inst.cols(s, PREFILL, k)
-    dec = inst.cols(s, DECODE, k)
-    types = sorted({int(d) for d in inst.hw[dec]})
-    reach = {int(c): frozenset(d for d in types if inst.reach[c, d]) for c in pre}
-    unions: set[frozenset[int]] = {frozenset()}
-    for mask in set(reach.values()):
-        unions |= {u | mask for u in unions}
-        if limit is not None and len(unions) > limit:
-            return None
-    cuts: set[frozenset[int]] = set()
-    for u in unions:
-        cut = {c for c, mask in reach.items() if mask and not mask <= u}
-        cut |= {int(c) for c in dec if int(inst.hw[c]) in u}
-        cuts.add(frozenset(cut))
-    minimal = [q for q in cuts if not any(o < q for o in cuts)]
-    return [np.array(sorted(q), dtype=np.int64) for q in sorted(minimal, key=lambda q: sorted(q))]
-
-
-def site_cuts(inst: FleetInstance, s: int, k: int) -> list[np.ndarray]:
-    """The minimal cuts of service s's whole network at site k: the colocated columns (every
-    path through one of them is a cut by itself) plus each minimal disaggregated cut."""
-    col = inst.cols(s, COLOCATED, k)
-    return [np.union1d(col, q).astype(np.int64) for q in disaggregated_cuts(inst, s, k) or []]
+from solver.fleet.cuts import site_cuts
+from solver.fleet.model import FleetModel
 
 
 def splits(total: int, parts: int) -> list[tuple[int, ...]]:
@@ -124,7 +78,7 @@ def post_lose_site(fm: FleetModel) -> None:
         return
     for s, spec in enumerate(inst.services):
         key = f"survive_site:{spec.name}"
-        if not fm._group(key, f"serving '{spec.name}' after losing any one site"):
+        if not fm.group(key, f"serving '{spec.name}' after losing any one site"):
             continue
         for k in range(inst.n_sites):
             if not inst.allowed(s, k):
@@ -135,50 +89,61 @@ def post_lose_site(fm: FleetModel) -> None:
 
 def post_lose_instances(fm: FleetModel) -> None:
     inst = fm.inst
-    K = inst.lose_instances
-    if K <= 0:
+    if inst.lose_instances <= 0:
         return
-    for s, spec in enumerate(inst.services):
-        mine = inst.service == s
-        for t in sorted({int(h) for h in inst.hw[mine]}):
-            name = inst.hw_names[t]
-            key = f"survive_instances:{spec.name}:{name}"
-            text = f"serving '{spec.name}' after losing its {K} largest {name} instance{'s' * (K > 1)}"
-            if not fm._group(key, text):
-                continue
-            sites = [k for k in range(inst.n_sites) if (mine & (inst.hw == t) & (inst.site == k)).any()]
-            w = {(k, j): _worst_capacity(fm, s, t, k, j) for k in sites for j in range(1, K + 1)}
-            for split in splits(K, len(sites)):
-                lost = dict(zip(sites, split))
-                terms = [w[k, lost[k]] if lost.get(k, 0) > 0 else fm.share(s, k)
-                         for k in range(inst.n_sites)]
-                fm.covers(key, sum(terms), s)
+    for s in range(len(inst.services)):
+        for t in sorted({int(h) for h in inst.hw[inst.service == s]}):
+            _survive_instances(fm, s, t, inst.lose_instances)
+
+
+def _survive_instances(fm: FleetModel, s: int, t: int, K: int) -> None:
+    """Service s still covers its demand after losing its K largest type-t instances, for every
+    split of the K losses over the sites where it has type-t columns."""
+    inst = fm.inst
+    name, spec = inst.hw_names[t], inst.services[s]
+    key = f"survive_instances:{spec.name}:{name}"
+    text = f"serving '{spec.name}' after losing its {K} largest {name} instance{'s' * (K > 1)}"
+    if not fm.group(key, text):
+        return
+    mine = (inst.service == s) & (inst.hw == t)
+    sites = [k for k in range(inst.n_sites) if (mine & (inst.site == k)).any()]
+    w = {(k, j): _worst_capacity(fm, s, t, k, j) for k in sites for j in range(1, K + 1)}
+    for split in splits(K, len(sites)):
+        lost = dict(zip(sites, split))
+        terms = [w[k, lost[k]] if lost.get(k, 0) > 0 else fm.share(s, k) for k in range(inst.n_sites)]
+        fm.covers(key, sum(terms), s)
 
 
 def _worst_capacity(fm: FleetModel, s: int, t: int, k: int, j: int):
     """A variable w with w <= V_k(j): what service s can still serve at site k after losing
     its j largest type-t instances there (the worst over the site's cuts)."""
     inst, m = fm.inst, fm.m
-    w = m.new_int_var(0, fm.top, f"survive[{s},{t},{k},{j}]")
-    fm.extra_vars.append(w)
+    w = m.new_int_var(0, fm.v.top, f"survive[{s},{t},{k},{j}]")
+    fm.v.extra.append(w)
     for q in site_cuts(inst, s, k):
-        cap_q = fm._sum(q, inst.cap, "survive")
+        cap_q = fm.row_sum(q, inst.cap, "survive")
         qt = q[inst.hw[q] == t]
         if qt.size == 0:
             m.add(w <= cap_q)
-        elif j == 1:
+        elif j == 1:  # the largest instance is the largest used column
             for c in qt:
-                m.add(w + int(inst.cap[c]) * fm.used[int(c)] <= cap_q)
+                m.add(w + int(inst.cap[c]) * fm.v.used[int(c)] <= cap_q)
         else:
-            choices = []
-            for u in sorted({0} | {int(inst.cap[c]) for c in qt}):
-                coeff = np.where(inst.hw[q] == t, np.minimum(inst.cap[q], u), inst.cap[q])
-                ints.check_row(coeff, inst.ub[q], "survive")
-                b = m.new_bool_var(f"survive_u[{s},{t},{k},{j},{u}]")
-                fm.extra_vars.append(b)
-                expr = cp_model.LinearExpr.weighted_sum([fm.n[int(c)] for c in q], coeff.tolist())
-                m.add(w + j * u <= expr).only_enforce_if(b)
-                choices.append(b)
-            m.add_bool_or(choices)
+            _top_j_rows(fm, w, q, qt, t, j, f"{s},{t},{k},{j}")
     return w
 
+
+def _top_j_rows(fm: FleetModel, w, q: np.ndarray, qt: np.ndarray, t: int, j: int, tag: str) -> None:
+    """w + j u <= sum_c n_c cap'_c(u) for one true choice of u among 0 and the type-t
+    capacities of cut q (the linearisation of cap_Q - top_j above)."""
+    inst, m = fm.inst, fm.m
+    choices = []
+    for u in sorted({0} | {int(inst.cap[c]) for c in qt}):
+        coeff = np.where(inst.hw[q] == t, np.minimum(inst.cap[q], u), inst.cap[q])
+        ints.check_row(coeff, inst.ub[q], "survive")
+        b = m.new_bool_var(f"survive_u[{tag},{u}]")
+        fm.v.extra.append(b)
+        expr = cp_model.LinearExpr.weighted_sum([fm.v.n[int(c)] for c in q], coeff.tolist())
+        m.add(w + j * u <= expr).only_enforce_if(b)
+        choices.append(b)
+    m.add_bool_or(choices)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import time
 from collections import Counter
@@ -248,7 +247,7 @@ def _homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, stat
     """Solve the problem again with every KV route kept within one hardware type (the cost,
     then the fewest devices; the distinct-configuration tie-break does not change either)."""
     inst = build_instance(rp, cs, heterogeneous=False)
-    sol = solve(inst, dataclasses.replace(opts, max_stages=2))
+    sol = solve(inst, opts.follow_up(max_stages=2))
     if sol.status == "infeasible":
         return HeteroComparison(
             homogeneous_status="infeasible", homogeneous_cost_per_hour=None,

@@ -29,9 +29,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solver.fleet import routes
+from solver.fleet.cuts import disaggregated_cuts, site_cuts
 from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.solve import SolveOptions, solve
-from solver.fleet.survive import disaggregated_cuts, site_cuts, splits
+from solver.fleet.survive import splits
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 OPTS = SolveOptions(time_limit_s=20, tiebreak_work=5, max_stages=1)
@@ -66,42 +67,39 @@ def losses(n: np.ndarray, cols: np.ndarray, k: int):
             yield taken
 
 
-def feasible(inst: FleetInstance, n: np.ndarray) -> bool:
-    if np.any(n > inst.ub):
-        return False
-    for h, sup in enumerate(inst.supply):
-        if sup is not None and int(n[inst.hw == h] @ inst.devices[inst.hw == h]) > sup:
-            return False
+def within_limits(inst: FleetInstance, n: np.ndarray) -> bool:
+    """Bounds, supply, power and budget, fleet-wide and per site."""
+    usage = [(inst.hw == h, inst.devices, sup) for h, sup in enumerate(inst.supply)]
     for k in range(len(inst.site_names)):
         at = inst.site == k
-        for h, sup in enumerate(inst.site_supply[k]):
-            on = at & (inst.hw == h)
-            if sup is not None and int(n[on] @ inst.devices[on]) > sup:
+        usage += [(at & (inst.hw == h), inst.devices, sup) for h, sup in enumerate(inst.site_supply[k])]
+        usage.append((at, inst.power, inst.site_power_cap[k]))
+    usage += [(inst.service >= 0, inst.power, inst.power_cap), (inst.service >= 0, inst.cost, inst.budget)]
+    over = any(lim is not None and int(n[on] @ per[on]) > lim for on, per, lim in usage)
+    return not (np.any(n > inst.ub) or over)
+
+
+def survives(inst: FleetInstance, n: np.ndarray, s: int) -> bool:
+    """Service s serves its demand as planned, after losing any one site it may use, and after
+    losing its lose_instances largest instances of any one type."""
+    demand = inst.services[s].demand
+    if servable(inst, n, s) < demand:
+        return False
+    if inst.lose_site and any(inst.allowed(s, k) and servable(inst, n, s, [j for j in range(inst.n_sites) if j != k])
+                              < demand for k in range(inst.n_sites)):
+        return False
+    for t in set(inst.hw[inst.service == s].tolist()) if inst.lose_instances else ():
+        cols = np.flatnonzero((inst.service == s) & (inst.hw == t))
+        for taken in losses(n, cols, inst.lose_instances):
+            left = n.copy()
+            left[cols] -= np.array(taken, dtype=np.int64)
+            if servable(inst, left, s) < demand:
                 return False
-        cap = inst.site_power_cap[k]
-        if cap is not None and int(n[at] @ inst.power[at]) > cap:
-            return False
-    if inst.power_cap is not None and int(n @ inst.power) > inst.power_cap:
-        return False
-    if inst.budget is not None and int(n @ inst.cost) > inst.budget:
-        return False
-    for s, spec in enumerate(inst.services):
-        if servable(inst, n, s) < spec.demand:
-            return False
-        if inst.lose_site:
-            for k in range(inst.n_sites):
-                rest = [j for j in range(inst.n_sites) if j != k]
-                if inst.allowed(s, k) and servable(inst, n, s, rest) < spec.demand:
-                    return False
-        if inst.lose_instances:
-            for t in set(inst.hw[inst.service == s].tolist()):
-                cols = np.flatnonzero((inst.service == s) & (inst.hw == t))
-                for taken in losses(n, cols, inst.lose_instances):
-                    left = n.copy()
-                    left[cols] -= np.array(taken, dtype=np.int64)
-                    if servable(inst, left, s) < spec.demand:
-                        return False
     return True
+
+
+def feasible(inst: FleetInstance, n: np.ndarray) -> bool:
+    return within_limits(inst, n) and all(survives(inst, n, s) for s in range(len(inst.services)))
 
 
 def brute_force(inst: FleetInstance) -> int | None:
@@ -338,9 +336,9 @@ def test_brute_force_self_check(k):
 def test_route_variables_equal_the_cut_rows(monkeypatch):
     """Above MAX_CUTS cuts per site the model routes with explicit variables instead; both
     forms give the brute-force optimum (forced here with MAX_CUTS = 0)."""
-    from solver.fleet import model
+    from solver.fleet import demand
 
-    monkeypatch.setattr(model, "MAX_CUTS", 0)
+    monkeypatch.setattr(demand, "MAX_CUTS", 0)
     ran: list[bool] = []
 
     @settings(max_examples=25, deadline=None, derandomize=True, database=None,

@@ -1,0 +1,25 @@
+"""`SolveOptions`: how a fleet solve runs (limits, seed, workers) and what it shows the user
+(CP-SAT's search log, the exported model)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    time_limit_s: float = 60.0
+    seed: int = 0
+    workers: int = 1
+    tiebreak_work: float = 5.0  # CP-SAT deterministic time per tie-break stage (~seconds)
+    max_stages: int | None = None  # run only the first stages (None: all)
+    solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
+    export_model: Path | None = None  # write the primary stage's model here (plan --export-model)
+
+    def follow_up(self, **changes) -> SolveOptions:
+        """The options of a solve that follows the main plan solve (the homogeneous comparison,
+        the decision record's what-ifs): the same, with `changes`, and no model export, so that
+        the exported model stays the main solve's."""
+        return dataclasses.replace(self, export_model=None, **changes)
