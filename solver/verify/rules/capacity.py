@@ -89,25 +89,28 @@ def check_kv_routes(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]
     return out
 
 
+def _loss(sf: ServiceFigures, what: str, worst: float, field: str, reported: float | None) -> list[str]:
+    """The service serves its demand after losing `what`, and reports that worst case."""
+    name, need = sf.result.name, sf.need
+    out = []
+    if not le(need, worst):
+        out.append(f"service '{name}': after losing {what} it serves {worst:.4f} QPS, "
+                   f"below the demand {need:.4f} QPS")
+    if reported is None or not eq(reported, worst):
+        out.append(f"service '{name}': {field} {reported} != {worst:.6f}")
+    return out
+
+
 def _survives(rp: ResolvedProblem, sf: ServiceFigures) -> list[str]:
     survive, rep = rp.problem.constraints.survive, sf.result.survive
-    name, need = sf.result.name, sf.need
     out = []
     if survive.lose_instances:
         worst, hw = worst_instance_loss(sf.units, survive.lose_instances)
-        if not le(need, worst):
-            out.append(f"service '{name}': after losing {survive.lose_instances} {hw} instance(s) "
-                       f"it serves {worst:.4f} QPS, below the demand {need:.4f} QPS")
-        if rep.worst_instances_loss_qps is None or not eq(rep.worst_instances_loss_qps, worst):
-            out.append(f"service '{name}': worst_instances_loss_qps {rep.worst_instances_loss_qps} "
-                       f"!= {worst:.6f}")
+        out += _loss(sf, f"{survive.lose_instances} {hw} instance(s)", worst, "worst_instances_loss_qps",
+                     rep.worst_instances_loss_qps)
     if survive.lose_site:
         worst, site = worst_site_loss(sf.units, rp.site_names)
-        if not le(need, worst):
-            out.append(f"service '{name}': after losing site '{site}' it serves {worst:.4f} QPS, "
-                       f"below the demand {need:.4f} QPS")
-        if rep.worst_site_loss_qps is None or not eq(rep.worst_site_loss_qps, worst):
-            out.append(f"service '{name}': worst_site_loss_qps {rep.worst_site_loss_qps} != {worst:.6f}")
+        out += _loss(sf, f"site '{site}'", worst, "worst_site_loss_qps", rep.worst_site_loss_qps)
     return out
 
 
