@@ -24,7 +24,8 @@ from solver.candidates.build import reprice
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
 from solver.fleet.solve import SolveOptions
-from solver.plan.planner import REMEASURE_AFTER_DAYS, plan
+from solver.plan.assumptions import REMEASURE_AFTER_DAYS
+from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
 from solver.schema.result import PlanResult

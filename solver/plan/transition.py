@@ -1,7 +1,7 @@
 """Moving from today's deployment (`current:`) to a plan: what it costs, what it saves, and
 whether it pays back within the operating horizon (`transition:`).
 
-How changes are counted (the verifier recounts them on its own, in solver/verify.py):
+How changes are counted (solver/verify/recount.py counts them for the plan and the verifier):
 
 - An instance is **re-sharded** when the plan runs it in a layout the current deployment does
   not already run: per (service, role, site, hardware type, tp, pp, ep, dp), the plan's
@@ -30,6 +30,7 @@ from collections import Counter, defaultdict
 
 from solver.candidates.build import estimate_pool
 from solver.problem.load import ResolvedProblem
+from solver.schema.fleet import Transition
 from solver.schema.result import (
     CurrentPoolResult,
     PlanResult,
@@ -37,8 +38,9 @@ from solver.schema.result import (
     TransitionResult,
 )
 from solver.schema.roles import ROLES
-from solver.verify.checks import (
+from solver.verify.recount import (
     Unit,
+    change_counts,
     servable,
     shared_link,
     worst_instance_loss,
@@ -63,16 +65,16 @@ def evaluate_current(rp: ResolvedProblem) -> tuple[list[CurrentPoolResult], list
     """Each current pool through the performance model, the pools as units (for capacity), and
     the reasons the current deployment does not meet the problem (empty when it does)."""
     p = rp.problem
-    assert p.current is not None
+    current = p.current or []
     names = [s.name for s in p.services]
     decode_at: defaultdict[tuple[str, str | None], set[str]] = defaultdict(set)
-    for cp in p.current:
+    for cp in current:
         if cp.role == "decode":
             decode_at[(cp.service, cp.site)].add(rp.hardware_names[rp.hw_index(cp.hardware)])
     pools: list[CurrentPoolResult] = []
     units: list[Unit] = []
     problems: list[str] = []
-    for cp in p.current:
+    for cp in current:
         si = names.index(cp.service)
         h = rp.hw_index(cp.hardware)
         hw = rp.hardware_names[h]
@@ -115,35 +117,38 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(x, 4)
 
 
-def _limits(rp: ResolvedProblem, pools: list[CurrentPoolResult], units: list[Unit]) -> list[str]:
-    """Demand, supply, power, budget and failure domains of the current deployment."""
-    p = rp.problem
+def _demand_limits(rp: ResolvedProblem, units: list[Unit]) -> list[str]:
+    """Each service's demand, and what is left after losing each failure domain asked for."""
     out = []
-    survive = p.constraints.survive
-    for svc in p.services:
-        mine = [u for u, cp in zip(units, p.current or []) if cp.service == svc.name]
+    survive = rp.problem.constraints.survive
+    for svc in rp.problem.services:
+        mine = [u for u, cp in zip(units, rp.problem.current or []) if cp.service == svc.name]
+        demand = svc.workload.qps
         have = servable(mine)
-        if have < svc.workload.qps * (1 - 1e-9):
-            out.append(f"current deployment serves {have:.1f} QPS of '{svc.name}', demand "
-                       f"{svc.workload.qps:g} QPS")
+        if have < demand * (1 - 1e-9):
+            out.append(f"current deployment serves {have:.1f} QPS of '{svc.name}', demand {demand:g} QPS")
             continue
         if survive is not None and survive.lose_instances:
             worst, hw = worst_instance_loss(mine, survive.lose_instances)
-            if worst < svc.workload.qps * (1 - 1e-9):
+            if worst < demand * (1 - 1e-9):
                 out.append(f"current deployment of '{svc.name}' serves {worst:.1f} QPS after losing "
-                           f"{survive.lose_instances} {hw} instance(s), demand {svc.workload.qps:g}")
+                           f"{survive.lose_instances} {hw} instance(s), demand {demand:g}")
         if survive is not None and survive.lose_site:
             worst, site = worst_site_loss(mine, rp.site_names)
-            if worst < svc.workload.qps * (1 - 1e-9):
+            if worst < demand * (1 - 1e-9):
                 out.append(f"current deployment of '{svc.name}' serves {worst:.1f} QPS after losing "
-                           f"site '{site}', demand {svc.workload.qps:g}")
+                           f"site '{site}', demand {demand:g}")
+    return out
+
+
+def _supply_limits(rp: ResolvedProblem, pools: list[CurrentPoolResult]) -> list[str]:
+    """Devices of each type, overall and at each site, against the supply."""
+    out = []
     by_type: Counter[str] = Counter()
     by_site: Counter[tuple[str | None, str]] = Counter()
-    power: defaultdict[str | None, float] = defaultdict(float)
     for cp in pools:
         by_type[cp.hardware] += cp.devices
         by_site[(cp.site, cp.hardware)] += cp.devices
-        power[cp.site] += cp.devices * rp.power_w[rp.hardware_names.index(cp.hardware)]
     for h, name in enumerate(rp.hardware_names):
         if rp.supplies[h] is not None and by_type[name] > rp.supplies[h]:
             out.append(f"current deployment uses {by_type[name]} {name}, supply {rp.supplies[h]}")
@@ -152,6 +157,16 @@ def _limits(rp: ResolvedProblem, pools: list[CurrentPoolResult], units: list[Uni
             if cap is not None and by_site[(site, name)] > cap:
                 out.append(f"current deployment uses {by_site[(site, name)]} {name} at '{site}', "
                            f"supply {cap}")
+    return out
+
+
+def _power_and_budget_limits(rp: ResolvedProblem, pools: list[CurrentPoolResult]) -> list[str]:
+    """Power per site and overall against the caps, and the hourly cost against the budget."""
+    p = rp.problem
+    out = []
+    power: defaultdict[str | None, float] = defaultdict(float)
+    for cp in pools:
+        power[cp.site] += cp.devices * rp.power_w[rp.hardware_names.index(cp.hardware)]
     for k, site in enumerate(rp.site_names):
         kw = rp.site_power_kw[k]
         if kw is not None and power[site] / 1000 > kw * (1 + 1e-9):
@@ -165,43 +180,16 @@ def _limits(rp: ResolvedProblem, pools: list[CurrentPoolResult], units: list[Uni
     return out
 
 
-def change_counts(rp: ResolvedProblem, doc: PlanResult) -> tuple[int, int, float, float]:
-    """(devices moved, instances re-sharded, drained device-hours, drained cost USD)."""
-    tr = rp.problem.transition
-    assert tr is not None and rp.problem.current is not None
-    cur_layout: Counter[tuple] = Counter()
-    cur_group: Counter[tuple] = Counter()
-    for cp in rp.problem.current:
-        hw = rp.hardware_names[rp.hw_index(cp.hardware)]
-        cur_layout[(cp.service, cp.role, cp.site, hw, cp.tp, cp.pp, cp.ep, cp.dp)] += cp.instances
-        cur_group[(cp.service, cp.role, cp.site, hw)] += cp.instances * cp.devices_per_instance
-    moved = resharded = 0
-    drained_dev_h = drained_usd = 0.0
-    new_layout: Counter[tuple] = Counter()
-    new_group: Counter[tuple] = Counter()
-    unit: dict[tuple, tuple[int, float]] = {}
-    for s in doc.services:
-        for p in s.pools:
-            key = (s.name, p.role, p.site, p.hardware, p.tp, p.pp, p.ep, p.dp)
-            new_layout[key] += p.instances
-            new_group[key[:4]] += p.devices
-            unit[key] = (p.devices_per_instance, p.cost_per_hour / p.instances)
-    for key, n in sorted(new_layout.items(), key=str):
-        extra = max(0, n - cur_layout[key])
-        resharded += extra
-        drained_dev_h += extra * unit[key][0] * tr.drained_hours_per_change
-        drained_usd += extra * unit[key][1] * tr.drained_hours_per_change
-    for g, n in sorted(new_group.items(), key=str):
-        moved += max(0, n - cur_group[g])
-    return moved, resharded, drained_dev_h, drained_usd
+def _limits(rp: ResolvedProblem, pools: list[CurrentPoolResult], units: list[Unit]) -> list[str]:
+    """Demand, supply, power, budget and failure domains of the current deployment."""
+    return _demand_limits(rp, units) + _supply_limits(rp, pools) + _power_and_budget_limits(rp, pools)
 
 
-def transition_report(rp: ResolvedProblem, doc: PlanResult) -> TransitionResult:
-    tr = rp.problem.transition
-    assert tr is not None
+def transition_report(rp: ResolvedProblem, tr: Transition, doc: PlanResult) -> TransitionResult:
+    """The move from the problem's current deployment to the plan `doc`, costed by `tr`."""
     pools, _, problems = evaluate_current(rp)
     current_cost = round(sum(cp.cost_per_hour for cp in pools), 6)
-    moved, resharded, drained_h, drained_usd = change_counts(rp, doc)
+    moved, resharded, drained_h, drained_usd = change_counts(rp, tr, doc.services)
     moved_usd = round(moved * tr.per_device_moved_usd, 6)
     resharded_usd = round(resharded * tr.per_instance_resharded_usd, 6)
     drained_usd = round(drained_usd, 6)

@@ -20,7 +20,8 @@ from solver.decision.bands import error_band
 from solver.decision.record import decide, input_sha256
 from solver.decision.validity import REGRET, _still_optimal
 from solver.fleet.solve import SolveOptions
-from solver.plan.planner import REMEASURE_AFTER_DAYS, plan
+from solver.plan.assumptions import REMEASURE_AFTER_DAYS
+from solver.plan.planner import plan
 from solver.problem.load import derive, load_problem
 from tests.support.cli import ROOT, cli
 

@@ -21,7 +21,8 @@ from solver.problem.load import ResolvedProblem, load_problem, parse_problem, re
 from solver.schema.fleet import parse_config
 from solver.schema.result import PlanResult
 from solver.schema.roles import PREFILL
-from solver.verify.checks import servable, units_of, violations, worst_instance_loss
+from solver.verify.checks import violations
+from solver.verify.recount import servable, units_of, worst_instance_loss
 
 ROOT = Path(__file__).resolve().parents[2]
 OPTS = SolveOptions(time_limit_s=60)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from solver.plan.planner import REMEASURE_AFTER_DAYS, assumptions
+from solver.plan.assumptions import REMEASURE_AFTER_DAYS, assumptions
 from solver.problem.load import load_problem, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def test_assumptions_record_workload_slo_prices_supply_margin_and_version():
     from pathlib import Path
 
     from solver import __version__
-    from solver.plan.planner import assumptions
+    from solver.plan.assumptions import assumptions
     from solver.problem.load import load_problem
 
     rp = load_problem(Path(__file__).resolve().parents[2] / "problems" / "mixed-supply.yaml")

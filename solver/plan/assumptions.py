@@ -1,0 +1,75 @@
+"""What a plan's predictions rest on: the engine, its calibration, the measured tables (and
+which are stale or from another engine version), the workloads and the hardware."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from solver import __version__
+from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
+from solver.perf.operators.tables import measured_tables
+from solver.plan.services import slo_bounds
+from solver.problem.load import ResolvedProblem
+from solver.schema.result import (
+    Assumptions,
+    CalibrationUse,
+    HardwareAssumption,
+    ProfileUse,
+    WorkloadAssumption,
+)
+
+REMEASURE_AFTER_DAYS = 180  # profiles older than this are flagged for re-measurement
+
+
+def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumptions:
+    """Which engine, calibration and measured tables the predictions rest on, and which of the
+    tables are stale or were measured on another engine version than the one declared."""
+    engine = rp.problem.software.engine or DEFAULT_ENGINE
+    declared = rp.problem.software.version
+    today = today or dt.date.today()
+    cal = load_calibration(engine)
+    uses: list[ProfileUse] = []
+    missing: list[str] = []
+    for card, tables in zip(rp.hardware, measured_tables(rp.hardware, engine).members):
+        if not tables.provenance:
+            missing.append(card.name)
+        for family, prov in sorted(tables.provenance.items()):
+            age = (today - dt.date.fromisoformat(prov.collected_on)).days if prov.collected_on else None
+            uses.append(ProfileUse(
+                hardware=card.name, family=family, framework=prov.framework,
+                framework_version=prov.framework_version, collected_on=prov.collected_on,
+                age_days=age, content_sha256=prov.content_sha256,
+                source=prov.source.name if prov.source else "local measurement",
+                stale=age is None or age > REMEASURE_AFTER_DAYS,
+                stack_differs=declared is not None and declared != prov.framework_version,
+            ))
+    return Assumptions(
+        engine=engine, engine_version=declared,
+        calibration=None if cal is None else CalibrationUse(
+            engine=cal.engine, fitted_on=cal.fitted_on, fitted_at=cal.fitted_at,
+            source_sha256=cal.source_sha256, ttft_median_abs_pct=cal.fit_error.ttft_median_abs_pct,
+            tpot_median_abs_pct=cal.fit_error.tpot_median_abs_pct),
+        profiles=uses, hardware_without_profiles=missing, remeasure_after_days=REMEASURE_AFTER_DAYS,
+        workloads=[
+            WorkloadAssumption(
+                service=s.name, model=rp.models[i].name, qps=s.workload.qps,
+                input_tokens_mean=s.workload.input_tokens.mean_tokens,
+                input_tokens_p99=s.workload.input_tokens.p99_tokens,
+                output_tokens_mean=s.workload.output_tokens.mean_tokens,
+                output_tokens_p99=s.workload.output_tokens.p99_tokens,
+                slo=slo_bounds(s),
+                routing=rp.archs[i].expert_routing.description if rp.archs[i].moe_layers else None,
+            )
+            for i, s in enumerate(rp.problem.services)
+        ],
+        hardware=[
+            HardwareAssumption(
+                name=c.name, price_per_hour=rp.prices[j],
+                price_source="problem file" if h.price_per_hour is not None else c.price_source,
+                supply=rp.supplies[j], power_w=rp.power_w[j],
+            )
+            for j, (h, c) in enumerate(zip(rp.problem.hardware, rp.hardware))
+        ],
+        safety_margin=rp.problem.constraints.safety_margin,
+        fleetplan_version=__version__,
+    )

@@ -1,0 +1,1 @@
+"""The verifier's rules, one named check each; solver/verify/checks.py runs them in order."""
