@@ -100,7 +100,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    from solver.profiles.aic import import_aic, summary
+    from solver.profiles.sources.aic import import_aic, summary
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     paths = import_aic(

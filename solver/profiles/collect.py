@@ -144,7 +144,7 @@ def quick_shapes() -> Shapes:
 def default_shapes(models: Sequence[str] | None = None) -> Shapes:
     """The grid the shipped model cards need (per device, TP 1/2/4/8), as the importer keeps."""
     from solver.catalog import shipped
-    from solver.profiles.shapes import attention_groups, gemm_shapes
+    from solver.profiles.sources.shapes import attention_groups, gemm_shapes
 
     names = list(models) if models else shipped.names("models")
     cards = [shipped.model_card(n) for n in names]
