@@ -9,16 +9,7 @@ import math
 
 from solver.profiles.format import csv_text
 from solver.profiles.sources.aic.provenance import Converted, provenance
-from solver.profiles.sources.aic.reading import (
-    collected_on,
-    collection_meta,
-    dominant,
-    one,
-    read_parquet,
-    rows_of,
-    software,
-    us,
-)
+from solver.profiles.sources.aic.reading import dominant, one, read_rows, us
 from solver.profiles.sources.shapes import AttentionGroup, attention_groups
 
 _KV_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
@@ -98,9 +89,8 @@ def _keep_groups(measured: set[tuple[int, int, int]], cards, all_shapes: bool) -
 
 def convert_attention(systems, system, framework, version, phase, cards, all_shapes, pkg_version) -> Converted:
     family = f"attention_{phase}"
-    folder = systems / "data" / system / "attention" / framework / version
-    path = folder / f"{phase}_attention_perf.parquet"
-    rows, kernel, math_dtypes = _attention_rows(rows_of(read_parquet(path)))
+    path = systems / "data" / system / "attention" / framework / version / f"{phase}_attention_perf.parquet"
+    rows, kernel, math_dtypes = _attention_rows(read_rows(path))
     measured = {(int(r["num_heads"]), int(r["num_key_value_heads"]), int(r["head_dim"])) for r in rows}
     keep, selection = _keep_groups(measured, cards, all_shapes)
     out = []
@@ -113,14 +103,11 @@ def convert_attention(systems, system, framework, version, phase, cards, all_sha
                     us(r["latency"])))
     out.sort()
     text = csv_text(family, out)
-    meta = collection_meta(folder)
     math_txt = ", ".join(f"kv {kv}: math {m}" for kv, m in sorted(math_dtypes.items()))
     prov = provenance(
         family, text, len(out), columns=COLUMNS[family], systems=systems, path=path,
         pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=version, software=software(meta),
-        collected_on=collected_on(meta, f"{phase}_attention_perf"),
-        method=(
+        version=version, method=(
             f"aiconfigurator collector ({framework} attention backend, one GPU): the attention "
             f"kernel alone on a paged KV cache, timed with CUDA events; the source logs "
             f"milliseconds per call"

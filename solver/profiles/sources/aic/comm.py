@@ -6,15 +6,7 @@ from __future__ import annotations
 
 from solver.profiles.format import csv_text
 from solver.profiles.sources.aic.provenance import Converted, provenance
-from solver.profiles.sources.aic.reading import (
-    collected_on,
-    collection_meta,
-    one,
-    read_parquet,
-    rows_of,
-    software,
-    us,
-)
+from solver.profiles.sources.aic.reading import one, read_rows, us
 from solver.profiles.sources.aic.source import newest_table
 
 COLUMNS = {
@@ -40,19 +32,17 @@ def convert_allreduce(systems, system, framework, version, pkg_version) -> Conve
     if v is None:
         return None
     path = base / v / "custom_allreduce_perf.parquet"
-    rows = [r for r in rows_of(read_parquet(path)) if str(r.get("allreduce_dtype")) == "bfloat16"]
+    rows = [r for r in read_rows(path) if str(r.get("allreduce_dtype")) == "bfloat16"]
     graph = [r for r in rows if "graph" in str(r.get("kernel_source", "")).lower()]
     if graph:
         rows = graph
     kernel = one(rows, "kernel_source")
     out = sorted(("bf16", int(r["num_gpus"]), int(r["message_size"]) * 2, us(r["latency"])) for r in rows)
     text = csv_text("allreduce", out)
-    meta = collection_meta(base / v)
     prov = provenance(
         "allreduce", text, len(out), columns=COLUMNS["allreduce"], systems=systems, path=path,
         pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=v, software=software(meta) | ({"source_framework_label": one(rows, "framework") or ""}),
-        collected_on=collected_on(meta, "custom_allreduce_perf"),
+        version=v, extra_software={"source_framework_label": one(rows, "framework") or ""},
         method=(
             "aiconfigurator collect_all_reduce.py: the engine's all-reduce on a bf16 tensor of "
             "message_size elements, replayed many times inside one CUDA graph interleaved with a "
@@ -70,7 +60,7 @@ def convert_collectives(systems, system, pkg_version) -> Converted | None:
     if v is None:
         return None
     path = base / v / "nccl_perf.parquet"
-    rows = rows_of(read_parquet(path))
+    rows = read_rows(path)
     elem = {"half": ("fp16", 2), "int8": ("int8", 1)}
     out = sorted(
         (str(r["op_name"]), elem[r["nccl_dtype"]][0], int(r["num_gpus"]),
@@ -78,13 +68,11 @@ def convert_collectives(systems, system, pkg_version) -> Converted | None:
         for r in rows if r["nccl_dtype"] in elem
     )
     text = csv_text("collectives", out)
-    meta = collection_meta(base / v)
     labels = one(rows, "version")
     prov = provenance(
         "collectives", text, len(out), columns=COLUMNS["collectives"], systems=systems, path=path,
         pkg_version=pkg_version, system=system, device=one(rows, "device"), framework="nccl",
-        version=v, software=software(meta) | ({"nccl_version_in_rows": labels} if labels else {}),
-        collected_on=collected_on(meta, "nccl_perf"),
+        version=v, extra_software={"nccl_version_in_rows": labels} if labels else {},
         method=(
             "aiconfigurator collect_nccl.py: nccl-tests (<op>_perf -b size -e size -t num_gpus), "
             "out-of-place time; the source logs milliseconds and the size in elements"

@@ -6,16 +6,7 @@ from __future__ import annotations
 
 from solver.profiles.format import csv_text
 from solver.profiles.sources.aic.provenance import Converted, provenance
-from solver.profiles.sources.aic.reading import (
-    collected_on,
-    collection_meta,
-    dominant,
-    one,
-    read_parquet,
-    rows_of,
-    software,
-    us,
-)
+from solver.profiles.sources.aic.reading import dominant, one, read_rows, us
 from solver.profiles.sources.shapes import bracket, gemm_shapes
 
 _GEMM_DTYPES = {"bfloat16": "bf16", "fp8": "fp8"}
@@ -50,9 +41,8 @@ def _keep_pairs(rows: list[dict], cards, all_shapes: bool) -> tuple[set | None, 
 
 
 def convert_gemm(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted:
-    folder = systems / "data" / system / "gemm" / framework / version
-    path = folder / "gemm_perf.parquet"
-    rows = rows_of(read_parquet(path))
+    path = systems / "data" / system / "gemm" / framework / version / "gemm_perf.parquet"
+    rows = read_rows(path)
     kernels = {}
     for src_dtype in _GEMM_DTYPES:
         kernels[src_dtype] = dominant((r for r in rows if r["gemm_dtype"] == src_dtype), "kernel_source")
@@ -67,14 +57,11 @@ def convert_gemm(systems, system, framework, version, cards, all_shapes, pkg_ver
         out.append((_GEMM_DTYPES[r["gemm_dtype"]], int(r["m"]), n, k, us(r["latency"])))
     out.sort()
     text = csv_text("gemm", out)
-    meta = collection_meta(folder)
     kern = "; ".join(f"{_GEMM_DTYPES[d]}: {k}" for d, k in kernels.items() if k)
     prov = provenance(
         "gemm", text, len(out), columns=COLUMNS, systems=systems, path=path,
         pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=version, software=software(meta),
-        collected_on=collected_on(meta, "gemm_perf"),
-        method=(
+        version=version, method=(
             f"aiconfigurator collector ({framework} GEMM kernels, one GPU): each (m, n, k) "
             f"timed with CUDA events over repeated runs; the source logs milliseconds per call"
         ),

@@ -6,16 +6,7 @@ from __future__ import annotations
 
 from solver.profiles.format import csv_text
 from solver.profiles.sources.aic.provenance import Converted, provenance
-from solver.profiles.sources.aic.reading import (
-    collected_on,
-    collection_meta,
-    dominant,
-    one,
-    read_parquet,
-    rows_of,
-    software,
-    us,
-)
+from solver.profiles.sources.aic.reading import dominant, one, read_rows, us
 from solver.profiles.sources.aic.source import newest_table
 from solver.profiles.sources.shapes import moe_shapes
 
@@ -114,7 +105,7 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
     if v is None:
         return None
     path = base / v / "moe_perf.parquet"
-    rows = [r for r in rows_of(read_parquet(path))
+    rows = [r for r in read_rows(path)
             if r.get("distribution", "balanced") in _MOE_DISTRIBUTIONS
             and r["moe_dtype"] in _MOE_DTYPES
             and "nongated" not in str(r.get("kernel_source", ""))]
@@ -125,12 +116,10 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
     best = _one_per_point(rows)
     out = sorted((_MOE_DTYPES[k[0]], k[1], *k[2:], us(r["latency"])) for k, r in best.items())
     text = csv_text("moe_experts", out)
-    meta = collection_meta(base / v)
     prov = provenance(
         "moe_experts", text, len(out), columns=COLUMNS, systems=systems, path=path,
         pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=v, software=software(meta), collected_on=collected_on(meta, "moe_perf"),
-        method=_MOE_METHOD.format(fw=framework, timed=_MOE_TIMED[framework]),
+        version=v, method=_MOE_METHOD.format(fw=framework, timed=_MOE_TIMED[framework]),
         selection=(
             f"kernels {_kernels(best)}; routing {', '.join(_MOE_DISTRIBUTIONS)} only (the power-law "
             "rows time random skewed draws with the most loaded EP rank moved to rank 0, not a "

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from solver.profiles.format import Provenance, Source, sha256_text
-from solver.profiles.sources.aic.reading import file_sha256
+from solver.profiles.sources.aic.reading import collected_on, collection_meta, file_sha256, software
 from solver.profiles.sources.aic.source import hardware_name
 
 # the converter's name and version in every sidecar; the shipped tables carry it, so it stays
@@ -44,17 +44,20 @@ def _source(systems: Path, path: Path, version: str | None) -> Source:
 
 
 def provenance(family: str, text: str, rows_kept: int, *, columns: dict[str, str], systems,
-               path, pkg_version, system: str, device: str | None, framework: str, version: str,
-               software, collected_on, method: str, selection: str) -> Provenance:
-    """The sidecar every converted AIC table carries (licence, source, hash, converter)."""
+               path: Path, pkg_version, system: str, device: str | None, framework: str,
+               version: str, method: str, selection: str,
+               extra_software: dict[str, str] | None = None) -> Provenance:
+    """The sidecar every converted AIC table carries (licence, source, hash, converter); the
+    software and date come from the `collection_meta.yaml` beside the source table `path`."""
+    meta = collection_meta(path.parent)
     return Provenance(
         family=family,  # type: ignore[arg-type]
         hardware=hardware_name(system),
         device_name=device,
         framework=framework,
         framework_version=version,
-        software=software,
-        collected_on=collected_on,
+        software=software(meta) | (extra_software or {}),
+        collected_on=collected_on(meta, path.name.removesuffix(".parquet")),
         collection_method=method,
         source=_source(systems, path, pkg_version),
         selection=selection,

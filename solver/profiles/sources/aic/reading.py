@@ -30,7 +30,9 @@ def read_parquet(path: Path) -> dict[str, list]:
     raise InputError(f"{path}: reading Parquet needs pyarrow: pip install 'fleetplan[aic]'")
 
 
-def rows_of(cols: dict[str, list]) -> list[dict]:
+def read_rows(path: Path) -> list[dict]:
+    """The rows of a Parquet file, one dict each."""
+    cols = read_parquet(path)
     names = list(cols)
     return [dict(zip(names, vals)) for vals in zip(*(cols[n] for n in names))]
 
