@@ -100,7 +100,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def cli_import(args: argparse.Namespace) -> int:
-    from solver.profiles.aic import import_aic, summary
+    from solver.profiles.sources.aic import import_aic, summary
 
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None
     paths = import_aic(
@@ -113,7 +113,7 @@ def cli_import(args: argparse.Namespace) -> int:
 
 
 def cli_collect(args: argparse.Namespace) -> int:
-    from solver.profiles.collect import collect, import_torch, summary
+    from solver.profiles.sources.pytorch import collect, import_torch, summary
 
     import_torch()  # one clear line when PyTorch is missing
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else None

@@ -6,10 +6,11 @@
 
 Modules: `format` (files and provenance), `interp` (grids, interpolation, source codes),
 `operators` (per-hardware query API; the bounds it extrapolates by are passed in),
-`hooks` (table lookups in the stage model's terms), `aic` (aiconfigurator-core importer),
-`collect` (own measurements with PyTorch), `shapes` (what the model cards need), `loo`
-(leave-one-out accuracy), `tables` (the tables of a set of cards). The `profiles` command is
-`solver/cli/profiles.py`.
+`hooks` (table lookups in the stage model's terms), `loo` (leave-one-out accuracy), and
+`sources/`, where the tables come from: `sources/aic/` (aiconfigurator-core importer),
+`sources/pytorch/` (own measurements with PyTorch), `sources/shapes` (what the model cards
+need). The tables of a set of cards are loaded by `solver/perf/operators/tables.py`; the
+`profiles` command is `solver/cli/profiles.py`.
 """
 
 from solver.profiles.interp import (

@@ -56,7 +56,7 @@ def _rows(path: Path) -> list[dict]:
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
     pytest.importorskip("torch")
-    from solver.profiles.collect import collect
+    from solver.profiles.sources.pytorch import collect
 
     root = tmp_path_factory.mktemp("profiles")
     paths = collect(HW, FW, out_root=root, families=FAMS, quick=True, device="cpu",
@@ -68,7 +68,7 @@ def collected(tmp_path_factory):
 
 
 def test_importing_the_package_does_not_import_torch():
-    code = ("import sys, solver.cli.main, solver.profiles, solver.profiles.collect, solver.cli.profiles; "
+    code = ("import sys, solver.cli.main, solver.profiles, solver.profiles.sources.pytorch, solver.cli.profiles; "
             "sys.exit(1 if 'torch' in sys.modules else 0)")
     r = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True,
                        timeout=120, check=False)
@@ -87,7 +87,7 @@ def test_missing_torch_is_one_clear_line_exit_2(monkeypatch, capsys, tmp_path):
 
 
 def test_bad_arguments_are_input_errors(tmp_path):
-    from solver.profiles.collect import collect
+    from solver.profiles.sources.pytorch import collect
 
     with pytest.raises(InputError, match="unknown operator family 'matmul'"):
         collect(HW, out_root=tmp_path, families="gemm,matmul", quick=True)
@@ -191,7 +191,7 @@ def test_loader_answers_measured_points(collected):
 
 def test_fp8_alone_is_refused_where_unsupported(tmp_path):
     torch = pytest.importorskip("torch")
-    from solver.profiles.collect import CollectError, collect
+    from solver.profiles.sources.pytorch import CollectError, collect
 
     with pytest.raises(CollectError, match="none of the dtypes fp8"):
         collect(HW, out_root=tmp_path, families="gemm", dtypes="fp8", quick=True,

@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
 @needs_aic
 @pytest.mark.parametrize("hardware,framework", SHIPPED)
 def test_conversion_reproduces_the_shipped_files(hardware, framework):
-    from solver.profiles.aic import convert_aic, package_version
+    from solver.profiles.sources.aic import convert_aic, package_version
 
     folder = shipped_root() / hardware / framework
     gemm_meta = read_provenance(folder / "gemm.meta.json")
@@ -77,7 +77,7 @@ def test_conversion_reproduces_the_shipped_files(hardware, framework):
 
 @needs_aic
 def test_import_writes_loadable_profiles(tmp_path):
-    from solver.profiles.aic import import_aic
+    from solver.profiles.sources.aic import import_aic
 
     paths = import_aic("h100_sxm", "sglang", source=AIC, out_dir=tmp_path,
                        models=["llama-3.1-8b"])
@@ -96,7 +96,7 @@ def test_import_writes_loadable_profiles(tmp_path):
 
 @needs_aic
 def test_moe_import_keeps_the_cards_shapes_balanced_routing_and_two_formats(tmp_path):
-    from solver.profiles.aic import import_aic, read_parquet
+    from solver.profiles.sources.aic import import_aic, read_parquet
 
     paths = import_aic("h100_sxm", "trtllm", version="1.3.0rc20", source=AIC, out_dir=tmp_path,
                        models=["qwen3-235b-a22b"])
@@ -121,7 +121,7 @@ def test_moe_import_keeps_the_cards_shapes_balanced_routing_and_two_formats(tmp_
 
 @needs_aic
 def test_import_errors_are_input_errors(tmp_path):
-    from solver.profiles.aic import import_aic
+    from solver.profiles.sources.aic import import_aic
 
     with pytest.raises(InputError, match="no system 'h999_sxm'"):
         import_aic("h999_sxm", "vllm", source=AIC, out_dir=tmp_path)
@@ -141,7 +141,7 @@ def test_cli_import_aic(tmp_path, capsys):
 
 
 def test_import_without_the_source_is_a_clear_error(tmp_path):
-    from solver.profiles.aic import find_systems_dir
+    from solver.profiles.sources.aic import find_systems_dir
 
     with pytest.raises(InputError, match="not an aiconfigurator-core systems folder"):
         find_systems_dir(tmp_path)

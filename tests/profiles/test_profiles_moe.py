@@ -92,7 +92,7 @@ def test_hook_has_no_answer_where_no_table_covers_the_shape():
 
 def test_the_table_covers_every_moe_card_on_both_engines():
     from solver.catalog import shipped
-    from solver.profiles.shapes import moe_shapes
+    from solver.profiles.sources.shapes import moe_shapes
 
     cards = [shipped.model_card(n) for n in shipped.names("models")]
     shapes = [s for c in cards for s in moe_shapes(c)]

@@ -1,8 +1,9 @@
 """The operator shapes the shipped model cards need, per device, for the parallelism the
 planner searches (tensor parallelism 1, 2, 4, 8).
 
-The importer keeps only these shapes (plus the measured neighbours an interpolation needs), so
-the shipped profiles stay small. Everything here is plain integers from the cards.
+The importer (`aic/`) keeps only these shapes (plus the measured neighbours an interpolation
+needs), so the shipped profiles stay small; the collector (`pytorch/`) measures them by default.
+Everything here is plain integers from the cards.
 """
 
 from __future__ import annotations

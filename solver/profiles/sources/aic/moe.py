@@ -1,0 +1,132 @@
+"""MoE experts: moe/<fw>/<v'>/moe_perf.parquet (vLLM, TensorRT-LLM) -> the `moe_experts` table
+(balanced routing; bf16 and fp8_block; gated (SwiGLU) kernels; the (hidden, expert width, top-k,
+experts) of the MoE model cards; every measured token count, moe_tp and moe_ep)."""
+
+from __future__ import annotations
+
+from solver.profiles.format import csv_text
+from solver.profiles.sources.aic.provenance import Converted, provenance
+from solver.profiles.sources.aic.reading import dominant, one, read_rows, us
+from solver.profiles.sources.aic.source import newest_table
+from solver.profiles.sources.shapes import moe_shapes
+
+# MoE weight formats kept. Per-tensor "fp8" is left out: the FP8 checkpoints of the MoE cards
+# (DeepSeek-V3/R1, Qwen3-235B-A22B-FP8) are 128x128 block-scaled, DeepSeek-V3's shape is
+# measured only as fp8_block, and vLLM's per-tensor rows time ModelOpt's FlashInfer-CUTLASS
+# path (slower than bf16 at decode on Hopper), not what a block-FP8 checkpoint runs.
+_MOE_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8_block"}
+_MOE_DISTRIBUTIONS = ("balanced",)
+
+COLUMNS = {
+    "dtype": "bf16 | fp8_block (128x128 block-scaled FP8 weights, FP8 activations)",
+    "distribution": "synthetic routing during the timing: balanced (round-robin top-k)",
+    "hidden_size": "model hidden size",
+    "inter_size": "one expert's intermediate width (whole, before moe_tp splits it)",
+    "topk": "experts per token",
+    "num_experts": "routed experts of the layer (all devices together)",
+    "num_tokens": "tokens entering the layer across the MoE group (source num_tokens)",
+    "moe_tp": "tensor parallelism inside each expert (source moe_tp_size)",
+    "moe_ep": "expert parallelism: the device holds num_experts / moe_ep experts",
+    "latency_us": "GPU time of the device's routed-expert computation, microseconds",
+}
+
+_MOE_METHOD = (
+    "aiconfigurator collect_moe.py ({fw}; one GPU, one process, no communication): the engine's "
+    "fused MoE expert kernel on num_tokens bf16 tokens (the tokens entering the layer across the "
+    "MoE group; aiconfigurator queries it with per-rank tokens x attention-DP size) with "
+    "synthetic routing (balanced: token i takes experts i + j * ceil(E / topk) mod E, spread "
+    "evenly when tokens are few); the device holds the num_experts / moe_ep experts of EP rank "
+    "0, each inter_size / moe_tp wide, and computes only the token-expert pairs routed to them. "
+    "{timed} Not timed: the router GEMM, shared experts, dispatch/combine all-to-all and the TP "
+    "all-reduce. CUDA graph where it captures (else eager), 3 warm-ups, 6 timed runs; "
+    "milliseconds per call"
+)
+_MOE_TIMED = {
+    "trtllm": "Timed: the TensorRT-LLM MoE module forward from router logits (top-k "
+              "renormalize routing, activation quantisation, permute, grouped gate/up GEMM, "
+              "SwiGLU, grouped down GEMM, finalize: un-permute and top-k weighted sum; "
+              "reduce_results off).",
+    "vllm": "Timed: vLLM's fused experts with precomputed top-k ids and weights (activation "
+            "quantisation, align/permute, grouped gate/up GEMM, SiLU-and-mul, grouped down "
+            "GEMM, top-k weighted sum); top-k selection is outside the timing.",
+}
+
+
+def _shape(r: dict) -> tuple[int, int, int, int]:
+    return (int(r["hidden_size"]), int(r["inter_size"]), int(r["topk"]), int(r["num_experts"]))
+
+
+def _keep_shapes(measured: set[tuple], cards, all_shapes: bool) -> tuple[set, str]:
+    """The MoE shapes kept and the selection's words."""
+    if all_shapes:
+        return measured, "every measured MoE shape"
+    need = sorted({(m.hidden_size, m.inter_size, m.topk, m.num_experts)
+                   for c in cards for m in moe_shapes(c)})
+    keep = {n for n in need if n in measured}
+    missing = [n for n in need if n not in measured]
+    selection = (
+        "the (hidden, expert width, top-k, experts) of the MoE model cards "
+        f"{', '.join(c.name for c in cards if moe_shapes(c))}"
+        + (f"; not measured (answered by the roofline): {missing}" if missing else "")
+    )
+    return keep, selection
+
+
+def _one_per_point(rows: list[dict]) -> dict[tuple, dict]:
+    """One row per point: where two kernels timed the same point, the dtype's dominant kernel."""
+    dominant_kernel = {d: dominant((r for r in rows if r["moe_dtype"] == d), "kernel_source")
+                       for d in _MOE_DTYPES}
+    best: dict[tuple, dict] = {}
+    for r in rows:
+        k = (r["moe_dtype"], r.get("distribution", "balanced"), *_shape(r), int(r["num_tokens"]),
+             int(r["moe_tp_size"]), int(r["moe_ep_size"]))
+        if k not in best or (r["kernel_source"] == dominant_kernel[r["moe_dtype"]]
+                             and best[k]["kernel_source"] != dominant_kernel[r["moe_dtype"]]):
+            best[k] = r
+    return best
+
+
+def _kernels(best: dict[tuple, dict]) -> str:
+    return "; ".join(
+        f"{_MOE_DTYPES[d]}: " + ", ".join(sorted({r['kernel_source'] for r in best.values() if r['moe_dtype'] == d}))
+        for d in _MOE_DTYPES if any(r["moe_dtype"] == d for r in best.values()))
+
+
+def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted | None:
+    """The routed-expert table (balanced routing, bf16 and fp8_block, gated kernels).
+
+    vLLM and TensorRT-LLM only: their collectors' timed region is described in the provenance
+    (`_MOE_TIMED`). SGLang's moe_perf is not converted: its collector times a different region
+    (top-k selection inside, its own repeat loop) with its own dtype labels, not checked here."""
+    if framework not in _MOE_TIMED:
+        return None
+    base = systems / "data" / system / "moe" / framework
+    v = newest_table(base, "moe_perf.parquet", at_most=version)
+    if v is None:
+        return None
+    path = base / v / "moe_perf.parquet"
+    rows = [r for r in read_rows(path)
+            if r.get("distribution", "balanced") in _MOE_DISTRIBUTIONS
+            and r["moe_dtype"] in _MOE_DTYPES
+            and "nongated" not in str(r.get("kernel_source", ""))]
+    keep, selection = _keep_shapes({_shape(r) for r in rows}, cards, all_shapes)
+    rows = [r for r in rows if _shape(r) in keep]
+    if not rows:
+        return None  # no MoE model among the cards, or none of their shapes measured
+    best = _one_per_point(rows)
+    out = sorted((_MOE_DTYPES[k[0]], k[1], *k[2:], us(r["latency"])) for k, r in best.items())
+    text = csv_text("moe_experts", out)
+    prov = provenance(
+        "moe_experts", text, len(out), columns=COLUMNS, systems=systems, path=path,
+        pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
+        version=v, method=_MOE_METHOD.format(fw=framework, timed=_MOE_TIMED[framework]),
+        selection=(
+            f"kernels {_kernels(best)}; routing {', '.join(_MOE_DISTRIBUTIONS)} only (the power-law "
+            "rows time random skewed draws with the most loaded EP rank moved to rank 0, not a "
+            "parameterised routing fleetplan can match); weight formats "
+            f"{', '.join(_MOE_DTYPES.values())} (per-tensor fp8 left out); gated kernels only; "
+            f"{selection}; every measured num_tokens, moe_tp and moe_ep"
+            + ("" if v == version else f"; newest table at or before {framework} {version}")
+        ),
+    )
+    return Converted("moe_experts", text, prov)
