@@ -6,7 +6,9 @@ from __future__ import annotations
 import datetime as dt
 
 from solver import __version__
+from solver.candidates.build import service_roles
 from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
+from solver.perf.operators.measured import families_asked
 from solver.perf.operators.tables import measured_tables
 from solver.plan.services import slo_bounds
 from solver.problem.load import ResolvedProblem
@@ -15,15 +17,45 @@ from solver.schema.result import (
     CalibrationUse,
     HardwareAssumption,
     ProfileUse,
+    ServiceResult,
     WorkloadAssumption,
 )
+from solver.schema.roles import ROLES
 
+Drawn = dict[str, frozenset[str]]  # hardware card name -> table families
 REMEASURE_AFTER_DAYS = 180  # profiles older than this are flagged for re-measurement
 
 
-def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumptions:
-    """Which engine, calibration and measured tables the predictions rest on, and which of the
-    tables are stale or were measured on another engine version than the one declared."""
+def families_drawn(rp: ResolvedProblem, services: list[ServiceResult]) -> Drawn:
+    """Per hardware card: the table families the plan's pools drew time from."""
+    out: dict[str, set[str]] = {}
+    for si, sr in enumerate(services):
+        for pool in sr.pools:
+            card = rp.hardware[rp.hw_index(pool.hardware)]
+            out.setdefault(card.name, set()).update(families_asked(
+                rp.archs[si], prefills=pool.role != "decode", decodes=pool.role != "prefill",
+                tp=pool.tp, domain=card.scale_up.domain_devices))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def families_considered(rp: ResolvedProblem) -> Drawn:
+    """Per hardware card: the table families the evaluation of the candidates drew time from
+    (a problem without a plan: every role and tensor-parallel size the search allowed)."""
+    out: dict[str, set[str]] = {}
+    for si, s in enumerate(rp.problem.services):
+        roles = {ROLES[r] for r in service_roles(s)}
+        for card in rp.hardware:
+            for tp in rp.problem.search.tp:
+                out.setdefault(card.name, set()).update(families_asked(
+                    rp.archs[si], prefills=bool(roles - {"decode"}), decodes=bool(roles - {"prefill"}),
+                    tp=tp, domain=card.scale_up.domain_devices))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None) -> Assumptions:
+    """Which engine, calibration and measured tables the predictions rest on (the tables of
+    the families in `drawn`, per card), and which of them are stale or were measured on another
+    engine version than the one declared."""
     engine = rp.problem.software.engine or DEFAULT_ENGINE
     declared = rp.problem.software.version
     today = today or dt.date.today()
@@ -34,6 +66,8 @@ def assumptions(rp: ResolvedProblem, today: dt.date | None = None) -> Assumption
         if not tables.provenance:
             missing.append(card.name)
         for family, prov in sorted(tables.provenance.items()):
+            if family not in drawn.get(card.name, frozenset()):
+                continue
             age = (today - dt.date.fromisoformat(prov.collected_on)).days if prov.collected_on else None
             uses.append(ProfileUse(
                 hardware=card.name, family=family, framework=prov.framework,

@@ -14,7 +14,7 @@ from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
-from solver.plan.assumptions import assumptions
+from solver.plan.assumptions import assumptions, families_considered, families_drawn
 from solver.plan.homogeneous import homogeneous
 from solver.plan.services import service_result, sites_summary
 from solver.plan.transition import transition_report
@@ -59,7 +59,7 @@ def _infeasible(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, wall:
         problem=rp.name, status="infeasible", objective=None, cost_per_hour=0.0, total_devices=0,
         devices_by_type={}, services=[], infeasible_because=reasons,
         solver=_solver_info(cs, sol, opts, wall, len(cs.table)), power_kw=0.0,
-        assumptions=assumptions(rp),
+        assumptions=assumptions(rp, families_considered(rp)),
     )
 
 
@@ -88,7 +88,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
         solver=_solver_info(cs, sol, opts, None, len(inst)),
         power_kw=round(sum(p.power_kw for s in services for p in s.pools), 6),
         throughput_scale=sol.scale,
-        assumptions=assumptions(rp),
+        assumptions=assumptions(rp, families_drawn(rp, services)),
         sites=sites_summary(rp, services),
         heterogeneity=hetero,
     )

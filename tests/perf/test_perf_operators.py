@@ -10,6 +10,7 @@ from solver.catalog import shipped
 from solver.catalog.shipped import hardware_card
 from solver.perf.arch import ModelArch
 from solver.perf.operators import MeasuredTimes, RooflineTimes, counts, operator_times
+from solver.perf.operators.measured import OPERATOR_FAMILY, families_asked
 from solver.perf.operators.tables import load_table_set
 from solver.perf.tables import HardwareTable, Plans
 from solver.profiles import ROOFLINE, SourceTally
@@ -86,3 +87,33 @@ def test_without_profiles_the_roofline_answers_and_is_charged():
     assert isinstance(times, RooflineTimes)
     times.decode_attention(np.array([8.0]), np.array([100.0]), None, count=3.0)
     assert tally.shares()["roofline"][0] == 1.0 and tally.shares()["measured"][0] == 0.0
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-70b", "qwen3-235b-a22b", "deepseek-v3"])
+@pytest.mark.parametrize("tp", [1, 4])
+def test_families_asked_are_the_tables_that_answered(model, tp):
+    """`families_asked` (what a plan's assumptions list) names every table family a measured
+    answer came from, for a plan that both prefills and decodes; for the dense GQA model on
+    H100, whose shipped tables cover these shapes, it names exactly those."""
+    card = hardware_card("h100-sxm")
+    hw = HardwareTable.from_cards([card], engine=EngineParams(), profiles=load_table_set([card], "vllm"))
+    arch = ModelArch.from_card(shipped.model_card(model))
+    ep = 8 if arch.moe_layers else 1
+    plans = Plans.of(hw=0, tp=tp, pp=1, ep=ep, dp=ep // tp if ep > tp else 1, batch=8, wprec=0, kvprec=0)
+    times = MeasuredTimes(RooflineTimes(arch, hw, plans), hw.profiles, SourceTally(1))
+    t = np.array([256.0])
+    seconds = {
+        "projections": times.projections(t), "dense_mlp": times.dense_mlp(t), "lm_head": times.lm_head(t),
+        "tp_all_reduce": times.tp_all_reduce(t), "prefill_attention": times.prefill_attention(t, t, t, None),
+        "decode_attention": times.decode_attention(np.array([8.0]), np.array([512.0]), None),
+    }
+    if arch.moe_layers:
+        seconds["moe_block"] = times.moe_block(t)
+    # a table drew time where it answered (not the roofline) with a positive time (TP 1's
+    # all-reduce is a measured zero)
+    answered = {OPERATOR_FAMILY[n] for n, src in times.sources.items()
+                if n in OPERATOR_FAMILY and ((np.asarray(src) != ROOFLINE) & (seconds[n] > 0)).any()}
+    asked = families_asked(arch, prefills=True, decodes=True, tp=tp, domain=card.scale_up.domain_devices)
+    assert answered <= asked, (answered, asked)
+    if model == "llama-3.1-70b":
+        assert answered == asked

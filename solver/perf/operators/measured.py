@@ -20,10 +20,40 @@ from __future__ import annotations
 
 import numpy as np
 
+from solver.perf.arch import ModelArch
 from solver.perf.operators.counts import MoeLoad
 from solver.perf.operators.roofline import RooflineTimes
 from solver.profiles import EXTRAPOLATED, ROOFLINE, Estimate, ProfileSet, SourceTally, hooks
 from solver.schema.engine import EngineParams
+
+# the table family each operator of the protocol asks (the others ask none)
+OPERATOR_FAMILY = {
+    "projections": "gemm", "dense_mlp": "gemm", "lm_head": "gemm",
+    "prefill_attention": "attention_context", "decode_attention": "attention_generation",
+    "tp_all_reduce": "allreduce", "moe_block": "moe_experts",
+}
+
+
+def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, domain: int) -> frozenset[str]:
+    """The table families `MeasuredTimes` draws time from for an instance of this model with
+    attention TP `tp` on hardware whose scale-up domain holds `domain` devices, when its
+    iterations carry prefill tokens and/or decoding sequences (the rules of the module
+    docstring; the MoE block's router and shared experts ask the GEMM table)."""
+    gqa = not arch.mla_latent
+    moe = arch.moe_layers > 0 and arch.gated_mlp
+    out = set()
+    if gqa or moe:
+        out.add("gemm")
+    if gqa and prefills:
+        out.add("attention_context")
+    if gqa and decodes:
+        out.add("attention_generation")
+    if 1 < tp <= domain:
+        out.add("allreduce")
+    if moe:
+        out.add("moe_experts")
+    return frozenset(out)
+
 
 # the measured expert time is rescaled (hold the kernel's efficiency, scale by the roofline) when
 # the modelled routing differs from the collector's; a factor within 1% of one counts as none
