@@ -32,6 +32,7 @@ from solver.fleet import integerize as ints
 from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.solve import SolveOptions, solve
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
+from tests.support.strategies import service_rows
 
 OPTS = SolveOptions(time_limit_s=10, tiebreak_work=50)
 MAX_COMBOS = 5000
@@ -180,22 +181,8 @@ def _clamp_ub(ub: list[int]) -> list[int]:
 def fleet_instances(draw, objective: str | None = None) -> FleetInstance:
     n_services = draw(st.integers(1, 2))
     n_hw = draw(st.integers(1, 2))
-    # each service first gets a usable runtime (a colocated row, or a prefill and a decode
-    # row) so that most instances are feasible; the remaining rows are random
-    service: list[int] = []
-    role: list[int] = []
-    for s in range(n_services):
-        if draw(st.booleans()):
-            service.append(s)
-            role.append(COLOCATED)
-        else:
-            service += [s, s]
-            role += [PREFILL, DECODE]
-    n_core = len(service)
-    n_rows = draw(st.integers(max(2, n_core), 6))
-    for _ in range(n_rows - len(service)):
-        service.append(draw(st.integers(0, n_services - 1)))
-        role.append(draw(st.sampled_from([COLOCATED, PREFILL, DECODE])))
+    service, role, n_core = service_rows(draw, n_services, 2, 6)
+    n_rows = len(service)
     hw = [draw(st.integers(0, n_hw - 1)) for _ in range(n_rows)]
     devices = [draw(st.sampled_from([1, 1, 2, 2, 4, 8])) for _ in range(n_rows)]
     cap = [draw(st.integers(1, 30)) for _ in range(n_rows)]

@@ -21,6 +21,7 @@ from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, load_problem, resolve
 from solver.schema.result import PlanResult
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
+from tests.support.strategies import service_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = ROOT / "problems"
@@ -121,17 +122,7 @@ def instances(draw, objective: str) -> FleetInstance:
     """A small fleet instance; every service has a usable runtime."""
     n_services = draw(st.integers(1, 2))
     n_hw = draw(st.integers(1, 2))
-    service: list[int] = []
-    role: list[int] = []
-    for s in range(n_services):
-        if draw(st.booleans()):
-            service, role = service + [s], role + [COLOCATED]
-        else:
-            service, role = service + [s, s], role + [PREFILL, DECODE]
-    n_core = len(service)
-    for _ in range(draw(st.integers(0, 6 - n_core))):
-        service.append(draw(st.integers(0, n_services - 1)))
-        role.append(draw(st.sampled_from([COLOCATED, PREFILL, DECODE])))
+    service, role, n_core = service_rows(draw, n_services, 0, 6)
     n = len(service)
     ints = lambda lo, hi: np.array([draw(st.integers(lo, hi)) for _ in range(n)], dtype=np.int64)  # noqa: E731
     ratio = draw(st.sampled_from([(None, None), (500, None), (None, 2000), (500, 2000)]))

@@ -5,11 +5,16 @@ what they draw from here).
   (tests/support/questions_problem.py), 1 to 3 fields of 1 to 3 distinct values each.
 - `frontier_points()`: (traffic, cost or None) pairs, small integers so that ties and duplicates
   are common, for the Pareto flags of a frontier.
+- `service_rows(draw, ...)`: the (service, role) rows of a small generated fleet instance, each
+  service with a usable runtime first (tests/fleet/test_fleet_bruteforce.py and
+  test_fleet_monotonic.py build their instances around them).
 """
 
 from __future__ import annotations
 
 from hypothesis import strategies as st
+
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 # sweep path -> (its label in a variant's values, the values drawn for it)
 SWEEP_FIELDS = {
@@ -35,3 +40,22 @@ def sweeps(draw) -> dict[str, list[float]]:
 def frontier_points() -> st.SearchStrategy[list[tuple[int, int | None]]]:
     return st.lists(st.tuples(st.integers(1, 8), st.one_of(st.none(), st.integers(1, 8))),
                     min_size=1, max_size=12)
+
+
+def service_rows(draw, n_services: int, min_rows: int, max_rows: int) -> tuple[list[int], list[int], int]:
+    """(service per row, role per row, core rows): each service first gets a usable runtime (a
+    colocated row, or a prefill and a decode row) so that most instances are feasible; then
+    random rows up to a total drawn from [max(min_rows, core), max_rows]."""
+    service: list[int] = []
+    role: list[int] = []
+    for s in range(n_services):
+        if draw(st.booleans()):
+            service, role = service + [s], role + [COLOCATED]
+        else:
+            service, role = service + [s, s], role + [PREFILL, DECODE]
+    n_core = len(service)
+    n_rows = draw(st.integers(max(min_rows, n_core), max_rows))
+    for _ in range(n_rows - n_core):
+        service.append(draw(st.integers(0, n_services - 1)))
+        role.append(draw(st.sampled_from([COLOCATED, PREFILL, DECODE])))
+    return service, role, n_core
