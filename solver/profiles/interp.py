@@ -112,10 +112,6 @@ class Grid:
     measured: np.ndarray
     roofline: RooflineFn
 
-    @property
-    def log_axes(self) -> tuple[np.ndarray, ...]:
-        return tuple(np.log(a) for a in self.axes)
-
     @classmethod
     def build(cls, coords: Sequence[np.ndarray], seconds: np.ndarray, roofline: RooflineFn) -> Grid:
         """From scattered measured points (`coords[a][i]`, `seconds[i]`) on a grid."""

@@ -38,7 +38,6 @@ DEFAULT_FRAMEWORK = "vllm"
 # link model (the engines dispatch with their own kernels, not NCCL's all-to-all, and wide
 # expert parallelism spans nodes, beyond what one domain's table covers).
 QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts")
-KV_DTYPES = {"bf16": "bf16", "fp8": "fp8", "fp4": "fp4"}
 
 
 def _attention_neighbour(key: tuple, known: Sequence[tuple]) -> tuple | None:

@@ -16,6 +16,7 @@ from solver.schema.base import FieldError, Strict
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.fleet import (
+    MAX_SITES,
     CurrentPool,
     Site,
     Survive,
@@ -167,7 +168,7 @@ class Service(Strict):
     slo: Slo = Slo()
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
-    sites: list[str] | None = Field(None, min_length=1, max_length=64)  # pin (schema/fleet.py)
+    sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
 
 
 class HardwareEntry(Strict):
@@ -244,7 +245,7 @@ class Problem(Strict):
     software: Software = Software()
     engine: EngineParams = EngineParams()
     # schema/fleet.py
-    sites: list[Site] | None = Field(None, min_length=1, max_length=64)
+    sites: list[Site] | None = Field(None, min_length=1, max_length=MAX_SITES)
     current: list[CurrentPool] | None = Field(None, min_length=1, max_length=10_000)
     transition: Transition | None = None
     # values to plan the problem at (`fleetplan batch`; schema/sweep.py, expanded by sweep.py)

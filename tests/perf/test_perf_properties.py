@@ -9,59 +9,21 @@ two plans it compares in one vectorised call.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from solver.catalog import shipped
 from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import kv_bytes_per_token, memory, weight_bytes
 from solver.perf.stages import Load, stage_time
-from solver.perf.tables import HardwareTable, Plans
+from solver.perf.tables import Plans
 from solver.perf.validity import valid_mask
 from solver.schema.engine import DEFAULT_ENGINE as E
+from tests.support.strategies import arch, divisors, hw_table, plan_dicts
 
-MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "mixtral-8x7b", "llama-4-maverick")
-HARDWARE = ("h100-sxm", "h200-sxm", "mi300x", "b200", "gb200-nvl72")
 SETTINGS = settings(max_examples=60, deadline=None)
-
-
-@lru_cache(maxsize=None)
-def arch(name: str) -> ModelArch:
-    return ModelArch.from_card(shipped.model_card(name))
-
-
-@lru_cache(maxsize=None)
-def hw_table() -> HardwareTable:
-    return HardwareTable.from_cards([shipped.hardware_card(n) for n in HARDWARE])
-
-
-def divisors(n: int, cap: int) -> list[int]:
-    return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
-
-
-@st.composite
-def plan_dicts(draw, min_batch: int = 1, max_batch: int = 512) -> dict:
-    """One valid plan: a dict of Plans columns plus the model name."""
-    name = draw(st.sampled_from(MODELS))
-    a = arch(name)
-    tp = draw(st.sampled_from(divisors(a.heads, 64)))
-    pp = draw(st.integers(1, 8))
-    if a.moe_layers:
-        dp = draw(st.sampled_from([1, 2, 4]))
-        eps = [e for e in divisors(a.num_experts, 64) if (tp * dp) % e == 0]
-        ep = draw(st.sampled_from(eps))
-    else:
-        dp, ep = 1, 1
-    batch = draw(st.integers(max(min_batch, dp), max_batch))
-    wprec = draw(st.integers(0, 2))
-    kvprec = draw(st.sampled_from([wprec, 0, 1]))
-    return dict(model=name, hw=draw(st.integers(0, len(HARDWARE) - 1)), tp=tp, pp=pp, ep=ep,
-                dp=dp, batch=batch, wprec=wprec, kvprec=kvprec)
 
 
 def two(d: dict, **changes) -> tuple[ModelArch, Plans]:
