@@ -22,14 +22,17 @@ vLLM `vllm bench serve` (`vllm/benchmarks/serve.py`, vllm-project/vllm at 009e6d
   from `benchmark_start_time` (just before the first send) to the end of the gather (the last
   completion), and throughput = completed / duration; warm-up requests are not counted.
 
-InferenceX (SemiAnalysisAI/InferenceX at 843c6254, `benchmarks/benchmark_lib.sh`
-`run_benchmark_serving`, `utils/bench_serving/benchmark_serving.py`), where most rows of
-aiconfigurator's `silicon_sample.csv` (its "db-dump" and dated source files) come from: its own
-fork of vLLM's benchmark_serving.py, called with `--request-rate inf --num-prompts 10*CONC
+InferenceX (`SemiAnalysisAI/InferenceX/benchmarks/benchmark_lib.sh` at 843c6254,
+`run_benchmark_serving`, and its `utils/bench_serving/benchmark_serving.py`): its own fork of
+vLLM's benchmark_serving.py, called with `--request-rate inf --num-prompts 10*CONC
 --max-concurrency CONC --num-warmups 2*CONC --random-range-ratio 0.8 --ignore-eos` (the 10x
 in the per-model scripts, 0.8 in `.github/workflows/benchmark-tmpl.yml`); no test request, the
 warm-ups are copies of the first request; lengths uniform on [int(0.8 L), L] per request
-(`sample_uniform`).
+(`sample_uniform`). Which tool measured aiconfigurator's `silicon_sample.csv` rows: its
+"db-dump" rows carry InferenceX database fields (`config_id`, `workflow_run_id`, the serving
+image); its dated source files (fields `model`, `image`, `wip`) and its "aic-auto-gap-analysis"
+rows (most of the h100_sxm ones) name no tool; aiconfigurator's own generated benchmark is
+aiperf (below).
 
 aiperf `--concurrency N` (ai-dynamo/aiperf 0.1.1 at db4f6397, `aiperf/timing/
 credit_issuing_strategy.py`, `request_rate_strategy.py`, `aiperf/workers/worker.py`): phases run
