@@ -1,7 +1,7 @@
 """Where a replay's requests come from: open loops over the problem's length distributions
 (`open_loop.py`, lengths in `lengths.py`), trace files (`trace.py`), the benchmark tools'
 closed loops (`closed.py`, set up per tool in `harness.py`), several sources at once
-(`merged.py`). Every source implements `solver.replay.requests.Source` and adds `ids` (its
+(`merged.py`), and the source a command line's `--arrival` names (`spec.py`). Every source implements `solver.replay.requests.Source` and adds `ids` (its
 rows), `window()` (its measurement window) and `describe()`."""
 
 from solver.replay.sources.closed import ClosedLoop, Phase
@@ -21,11 +21,12 @@ from solver.replay.sources.open_loop import (
     measurement_window,
     poisson_source,
 )
+from solver.replay.sources.spec import workload_source
 from solver.replay.sources.trace import Trace, load_trace, trace_source, write_trace
 
 __all__ = [
     "ArrivalSource", "ClosedLoop", "MergedSource", "Phase", "Trace", "aiconfigurator_aiperf",
     "aiperf_concurrency", "gamma_arrivals", "gamma_source", "inferencex_benchmark_serving", "load_trace",
     "LengthLaw", "length_law", "measurement_window", "normal_lengths", "poisson_source", "sample_lengths",
-    "sglang_bench_serving", "trace_source", "uniform_lengths", "vllm_bench_serve", "write_trace",
+    "sglang_bench_serving", "trace_source", "uniform_lengths", "vllm_bench_serve", "workload_source", "write_trace",
 ]

@@ -200,13 +200,13 @@ class ClosedLoop:
         self._free -= m
 
 
-def _check(n_clients: int, n: int, what: str) -> None:
+def check_counts(n_clients: int, n: int, what: str) -> None:
     for name, v in (("clients", n_clients), (what, n)):
         if isinstance(v, bool) or int(v) != v or not 1 <= v <= MAX_REQUESTS:
             raise InputError(f"closed loop: {name} must be a whole number in 1..{MAX_REQUESTS:,} (got {v})")
 
 
-def _lengths(prompt_tokens, output_tokens) -> tuple[np.ndarray, np.ndarray]:
+def as_lengths(prompt_tokens, output_tokens) -> tuple[np.ndarray, np.ndarray]:
     p = np.atleast_1d(np.asarray(prompt_tokens, dtype=np.int64))
     o = np.atleast_1d(np.asarray(output_tokens, dtype=np.int64))
     p, o = np.broadcast_arrays(p, o)

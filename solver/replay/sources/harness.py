@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from solver.replay.requests import RequestTable
-from solver.replay.sources.closed import ClosedLoop, Phase, _check, _lengths, vllm_send_offsets
+from solver.replay.sources.closed import ClosedLoop, Phase, as_lengths, check_counts, vllm_send_offsets
 from solver.replay.sources.lengths import normal_lengths, uniform_lengths
 
 UNLIMITED = 1 << 40  # a semaphore no phase fills (SGLang's warm-up is not concurrency-limited)
@@ -28,8 +28,8 @@ def vllm_bench_serve(n_clients: int, prompt_tokens, output_tokens, num_warmups: 
     [ready check: the first request alone], [`num_warmups` copies of the first request through
     n_clients slots], then every request through n_clients slots, all eligible at once
     (`request_rate` inf) or at vLLM's precomputed Gamma times. Measured: the run's requests."""
-    p, o = _lengths(prompt_tokens, output_tokens)
-    _check(n_clients, len(p), "num_prompts")
+    p, o = as_lengths(prompt_tokens, output_tokens)
+    check_counts(n_clients, len(p), "num_prompts")
     phases = []
     if ready_check:
         phases.append(Phase("ready check", *_copies(p, o, 1), concurrency=1, measured=False))
@@ -49,7 +49,7 @@ def inferencex_benchmark_serving(n_clients: int, input_len: int, output_len: int
     """InferenceX's benchmark (`run_benchmark_serving`): its benchmark_serving.py at request rate
     inf, `--num-prompts prompts_per_client * N`, `--num-warmups warmups_per_client * N`, lengths
     uniform on [int(range_ratio * L), L] for prompt and output alike."""
-    _check(n_clients, prompts_per_client * n_clients, "num_prompts")
+    check_counts(n_clients, prompts_per_client * n_clients, "num_prompts")
     rng = np.random.default_rng(seed)
     n = prompts_per_client * n_clients
     p = uniform_lengths(input_len, range_ratio, n, rng)
@@ -67,11 +67,11 @@ def aiperf_concurrency(n_clients: int, prompt_tokens, output_tokens, warmup_prom
     """`aiperf profile --concurrency n_clients --request-count len(prompt_tokens)
     --warmup-request-count len(warmup_prompt_tokens)`: the warm-up phase through n_clients
     credits, drained, then the profiling phase through n_clients credits. Measured: profiling."""
-    p, o = _lengths(prompt_tokens, output_tokens)
-    _check(n_clients, len(p), "request_count")
+    p, o = as_lengths(prompt_tokens, output_tokens)
+    check_counts(n_clients, len(p), "request_count")
     phases = []
     if warmup_prompt_tokens is not None and len(np.atleast_1d(warmup_prompt_tokens)):
-        wp, wo = _lengths(warmup_prompt_tokens, warmup_output_tokens)
+        wp, wo = as_lengths(warmup_prompt_tokens, warmup_output_tokens)
         phases.append(Phase("warm-up", wp, wo, concurrency=n_clients, measured=False))
     phases.append(Phase("profiling", p, o, concurrency=n_clients, measured=True))
     warm = len(phases[0]) if len(phases) > 1 else 0
@@ -84,7 +84,7 @@ def aiconfigurator_aiperf(n_clients: int, isl: float, osl: float, isl_stddev: fl
                           seed: int = 0, send_delay_s: float = 0.0, table: RequestTable | None = None) -> ClosedLoop:
     """aiconfigurator's generated benchmark: aiperf with `--num-requests multi_round * C
     --warmup-request-count 2 * C`, lengths ceil(normal(isl, isl_stddev)) (fixed at stddev 0)."""
-    _check(n_clients, multi_round * n_clients, "num_requests")
+    check_counts(n_clients, multi_round * n_clients, "num_requests")
     rng = np.random.default_rng(seed)
     n, w = multi_round * n_clients, warmups_per_client * n_clients
     lengths = [normal_lengths(isl, isl_stddev, n + w, rng), normal_lengths(osl, osl_stddev, n + w, rng)]
@@ -100,8 +100,8 @@ def sglang_bench_serving(n_clients: int, prompt_tokens, output_tokens, warmup_re
     """`python -m sglang.bench_serving --max-concurrency n_clients`: `warmup_requests` copies
     of the first request (output capped at 32 tokens) all at once, a 1 s pause, then the run
     through n_clients slots (Poisson gaps from the first send when the rate is finite)."""
-    p, o = _lengths(prompt_tokens, output_tokens)
-    _check(n_clients, len(p), "num_prompts")
+    p, o = as_lengths(prompt_tokens, output_tokens)
+    check_counts(n_clients, len(p), "num_prompts")
     phases = []
     if warmup_requests > 0:
         phases.append(Phase("warm-up", *_copies(p, o, int(warmup_requests), max_output=32),
