@@ -184,6 +184,9 @@ class ClosedLoop:
         m = min(self._free, len(ph) - self._sent)
         if m <= 0:
             return
+        if m == 1 and ph.offsets_s is None:  # one finish, one send: the common case, kept cheap
+            self._send_one(ph, max(t_s, self._times[-1]) if self._times else t_s)
+            return
         sl = slice(self._sent, self._sent + m)
         times = t_s + stagger * np.arange(m)
         if ph.offsets_s is not None:
@@ -198,6 +201,17 @@ class ClosedLoop:
         self._times.extend(times.tolist())
         self._sent += m
         self._free -= m
+
+
+    def _send_one(self, ph: Phase, t_s: float) -> None:
+        i = self._sent
+        ids = self.table.add(t_s, ph.prompt_tokens[i], ph.output_tokens[i],
+                             -1 if ph.prefix_id is None else ph.prefix_id[i],
+                             0 if ph.prefix_tokens is None else ph.prefix_tokens[i], ph.measured)
+        self._rows.append(int(ids[0]))
+        self._times.append(t_s)
+        self._sent += 1
+        self._free -= 1
 
 
 def check_counts(n_clients: int, n: int, what: str) -> None:
