@@ -184,3 +184,14 @@ def test_sources_can_share_a_table():
     a = ArrivalSource([0, 1], 5, 5, table=tab)
     b = ArrivalSource([0.5], 7, 7, table=tab)
     assert a.ids.tolist() == [0, 1] and b.ids.tolist() == [2] and len(tab) == 3
+
+
+def test_request_table_add_broadcasts_scalars_and_refuses_mismatched_lengths():
+    tab = RequestTable()
+    assert tab.add(0.5, [1, 2, 3], 7).tolist() == [0, 1, 2]
+    assert tab.arrival_s.tolist() == [0.5] * 3 and tab.output_tokens.tolist() == [7] * 3
+    assert tab.add(np.array([1.0]), np.array([9]), 4, prefix_id=2, measured=False).tolist() == [3]
+    assert tab.prefix_id.tolist() == [-1, -1, -1, 2] and tab.measured.tolist() == [True] * 3 + [False]
+    with pytest.raises(ValueError, match="broadcast"):
+        tab.add([1.0, 2.0], [1, 2, 3], 1)
+    assert len(tab) == 4
