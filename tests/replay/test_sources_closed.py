@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solver.errors import InputError
 from solver.replay.loop import run
@@ -20,6 +22,7 @@ from solver.replay.sources import (
     Phase,
     aiconfigurator_aiperf,
     aiperf_concurrency,
+    benchmark_source,
     inferencex_benchmark_serving,
     sglang_bench_serving,
     vllm_bench_serve,
@@ -192,3 +195,45 @@ def test_merged_sources_route_finishes_to_their_owner():
     assert both.done() and both.window() == (0.0, 3.5)
     with pytest.raises(ValueError, match="same RequestTable"):
         MergedSource([ArrivalSource([0], 1, 1), ArrivalSource([0], 1, 1)])
+
+
+def test_ramp_up_sets_the_rate_from_each_requests_progress():
+    r = np.random.default_rng(4)
+    off = vllm_send_offsets(20_001, math.inf, 1e9, r, ramp_up=("linear", 10.0, 30.0))
+    gaps = np.diff(off)  # burstiness 1e9: gaps are 1 / rate_i, rate_i = 10 + 20 i / 20000
+    assert gaps[0] == pytest.approx(1 / 10.001, rel=1e-3) and gaps[-1] == pytest.approx(1 / 30, rel=1e-3)
+    expo = vllm_send_offsets(3, math.inf, 1e9, r, ramp_up=("exponential", 1.0, 4.0))
+    assert expo == pytest.approx(np.cumsum([1.0, 0.5, 0.25]), rel=1e-3)  # rates 1, 2, 4
+    with pytest.raises(InputError, match="ramp-up"):
+        vllm_send_offsets(3, math.inf, 1.0, r, ramp_up=("exponential", 0.0, 4.0))
+    src = vllm_bench_serve(4, [1] * 10, [1] * 10, ramp_up=("linear", 1.0, 5.0))
+    assert "--ramp-up-strategy linear" in src.describe()
+
+
+@pytest.mark.parametrize("tool,measured,warm", [("inferencex", 30, 6), ("aiconfigurator", 60, 6),
+                                                ("vllm", 30, 0), ("aiperf", 30, 0), ("sglang", 30, 1)])
+def test_benchmark_source_per_tool(tool, measured, warm):
+    src = benchmark_source(tool, 3, 512, 64, seed=1)
+    run(src, DelayServer(src.table))
+    assert int(src.table.measured.sum()) == measured and int((~src.table.measured).sum()) == warm
+    with pytest.raises(InputError, match="benchmark tool"):
+        benchmark_source("locust", 3, 512, 64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_clients=st.integers(1, 12), n=st.integers(1, 80), warm=st.integers(0, 20), seed=st.integers(0, 10**6),
+       delay=st.sampled_from([0.0, 0.003]))
+def test_closed_loop_invariants(n_clients, n, warm, seed, delay):
+    times = np.random.default_rng(seed).uniform(0.01, 2.0, n + warm)
+    src = vllm_bench_serve(n_clients, np.full(n, 10), np.full(n, 5), num_warmups=warm, send_delay_s=delay)
+    run(src, DelayServer(src.table, lambda tab, i: times[i]))
+    tab = src.table
+    assert len(tab) == n + warm and np.isfinite(tab.finish_s).all()  # each request sent once, all done
+    assert np.all(np.diff(tab.arrival_s) >= 0)  # rows are sends in time order
+    assert max(in_flight_at(tab, t) for t in tab.arrival_s) <= n_clients
+    assert tab.measured.tolist() == [False] * warm + [True] * n
+    run_start = tab.arrival_s[warm]
+    if warm:
+        assert run_start == pytest.approx(tab.finish_s[:warm].max() + delay)  # drained, then the run
+    assert src.window() == (run_start, tab.finish_s[warm:].max())
+    assert int((tab.arrival_s[warm:] == run_start).sum()) >= min(n_clients, n)  # released together

@@ -6,8 +6,10 @@ rows), `window()` (its measurement window) and `describe()`."""
 
 from solver.replay.sources.closed import ClosedLoop, Phase
 from solver.replay.sources.harness import (
+    BENCHMARKS,
     aiconfigurator_aiperf,
     aiperf_concurrency,
+    benchmark_source,
     inferencex_benchmark_serving,
     sglang_bench_serving,
     vllm_bench_serve,
@@ -25,7 +27,7 @@ from solver.replay.sources.spec import workload_source
 from solver.replay.sources.trace import Trace, load_trace, trace_source, write_trace
 
 __all__ = [
-    "ArrivalSource", "ClosedLoop", "MergedSource", "Phase", "Trace", "aiconfigurator_aiperf",
+    "BENCHMARKS", "benchmark_source", "ArrivalSource", "ClosedLoop", "MergedSource", "Phase", "Trace", "aiconfigurator_aiperf",
     "aiperf_concurrency", "gamma_arrivals", "gamma_source", "inferencex_benchmark_serving", "load_trace",
     "LengthLaw", "length_law", "measurement_window", "normal_lengths", "poisson_source", "sample_lengths",
     "sglang_bench_serving", "trace_source", "uniform_lengths", "vllm_bench_serve", "workload_source", "write_trace",

@@ -229,12 +229,30 @@ def as_lengths(prompt_tokens, output_tokens) -> tuple[np.ndarray, np.ndarray]:
     return p.copy(), o.copy()
 
 
-def vllm_send_offsets(n: int, request_rate: float, burstiness: float, rng: np.random.Generator) -> np.ndarray | None:
-    """vLLM's precomputed send times (`get_request`): None for an infinite rate, else cumulative
-    Gamma(burstiness, 1/(rate*burstiness)) gaps rescaled so the last is at n / rate."""
-    if math.isinf(request_rate):
-        return None
-    if not (request_rate > 0 and math.isfinite(burstiness) and burstiness > 0):
+def vllm_send_offsets(n: int, request_rate: float, burstiness: float, rng: np.random.Generator,
+                      ramp_up: tuple[str, float, float] | None = None) -> np.ndarray | None:
+    """vLLM's precomputed send times (`get_request`): None for an infinite rate without a ramp;
+    else cumulative Gamma(burstiness, 1/(rate_i*burstiness)) gaps (the first included), rescaled
+    so the last is at n / rate when the rate is fixed. `ramp_up` = (`linear`|`exponential`,
+    start rps, end rps) sets rate_i from request i's progress i / (n - 1), as
+    `--ramp-up-strategy` does (`_get_current_request_rate`)."""
+    n = int(n)
+    if ramp_up is None:
+        if math.isinf(request_rate):
+            return None
+        rates = np.full(n, float(request_rate))
+    else:
+        kind, lo, hi = ramp_up
+        progress = np.arange(n) / max(n - 1, 1)
+        if kind == "linear":
+            rates = lo + (hi - lo) * progress
+        elif kind == "exponential" and lo > 0:
+            rates = lo * (hi / lo) ** progress
+        else:
+            raise InputError(f"vllm bench serve: ramp-up must be linear or exponential from a start > 0 (got {ramp_up})")
+    if not (np.all(rates > 0) and math.isfinite(burstiness) and burstiness > 0):
         raise InputError(f"vllm bench serve: request rate and burstiness must be > 0 (got {request_rate}, {burstiness})")
-    delays = np.cumsum(rng.gamma(burstiness, 1.0 / (request_rate * burstiness), size=int(n)))
-    return delays * ((n / request_rate) / delays[-1]) if delays[-1] > 0 else delays
+    delays = np.cumsum(rng.gamma(burstiness, 1.0 / (rates * burstiness)))
+    if ramp_up is None and delays[-1] > 0:
+        delays = delays * ((n / request_rate) / delays[-1])
+    return delays

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from solver.errors import InputError
 from solver.replay.requests import RequestTable
 from solver.replay.sources.closed import ClosedLoop, Phase, as_lengths, check_counts, vllm_send_offsets
 from solver.replay.sources.lengths import normal_lengths, uniform_lengths
@@ -23,11 +24,13 @@ def _copies(prompt: np.ndarray, output: np.ndarray, n: int, max_output: int | No
 
 def vllm_bench_serve(n_clients: int, prompt_tokens, output_tokens, num_warmups: int = 0,
                      ready_check: bool = False, request_rate: float = math.inf, burstiness: float = 1.0,
-                     seed: int = 0, send_delay_s: float = 0.0, table: RequestTable | None = None) -> ClosedLoop:
+                     seed: int = 0, send_delay_s: float = 0.0, table: RequestTable | None = None,
+                     ramp_up: tuple[str, float, float] | None = None) -> ClosedLoop:
     """`vllm bench serve --max-concurrency n_clients --num-prompts len(prompt_tokens)`:
     [ready check: the first request alone], [`num_warmups` copies of the first request through
     n_clients slots], then every request through n_clients slots, all eligible at once
-    (`request_rate` inf) or at vLLM's precomputed Gamma times. Measured: the run's requests."""
+    (`request_rate` inf) or at vLLM's precomputed Gamma times (`ramp_up`: `--ramp-up-strategy`
+    with its start and end rps, `vllm_send_offsets`). Measured: the run's requests."""
     p, o = as_lengths(prompt_tokens, output_tokens)
     check_counts(n_clients, len(p), "num_prompts")
     phases = []
@@ -35,9 +38,11 @@ def vllm_bench_serve(n_clients: int, prompt_tokens, output_tokens, num_warmups: 
         phases.append(Phase("ready check", *_copies(p, o, 1), concurrency=1, measured=False))
     if num_warmups > 0:
         phases.append(Phase("warm-up", *_copies(p, o, int(num_warmups)), concurrency=n_clients, measured=False))
-    offsets = vllm_send_offsets(len(p), request_rate, burstiness, np.random.default_rng(seed))
+    offsets = vllm_send_offsets(len(p), request_rate, burstiness, np.random.default_rng(seed), ramp_up)
     phases.append(Phase("run", p, o, concurrency=n_clients, measured=True, offsets_s=offsets))
     rate = "" if math.isinf(request_rate) else f" --request-rate {request_rate:g} --burstiness {burstiness:g}"
+    if ramp_up is not None:
+        rate += f" --ramp-up-strategy {ramp_up[0]} --ramp-up-start-rps {ramp_up[1]:g} --ramp-up-end-rps {ramp_up[2]:g}"
     return ClosedLoop(phases, send_delay_s=send_delay_s, table=table,
                       label=f"vllm bench serve --max-concurrency {n_clients} --num-prompts {len(p)}"
                             f" --num-warmups {num_warmups}{rate}")
@@ -114,3 +119,28 @@ def sglang_bench_serving(n_clients: int, prompt_tokens, output_tokens, warmup_re
                         gap_before_s=1.0 if phases else 0.0))  # bench_serving.py: time.sleep(1.0)
     return ClosedLoop(phases, send_delay_s=send_delay_s, table=table,
                       label=f"sglang.bench_serving --max-concurrency {n_clients} --num-prompts {len(p)}")
+
+
+BENCHMARKS = ("inferencex", "aiconfigurator", "vllm", "aiperf", "sglang")
+
+
+def benchmark_source(tool: str, concurrency: int, input_tokens: int, output_tokens: int, seed: int = 0,
+                     table: RequestTable | None = None) -> ClosedLoop:
+    """The closed loop of one measured benchmark point (concurrency C, nominal lengths): as
+    InferenceX runs it (`inferencex`: 10C requests, 2C warm-ups, lengths over [0.8 L, L]),
+    aiconfigurator's generated aiperf benchmark (`aiconfigurator`: 20C requests, 2C warm-ups,
+    fixed lengths), or a tool at its defaults with 10C fixed-length requests (`vllm`: no
+    warm-up; `aiperf`: no warm-up; `sglang`: its one warm-up request)."""
+    if tool == "inferencex":
+        return inferencex_benchmark_serving(concurrency, input_tokens, output_tokens, seed=seed, table=table)
+    if tool == "aiconfigurator":
+        return aiconfigurator_aiperf(concurrency, input_tokens, output_tokens, seed=seed, table=table)
+    n = 10 * int(concurrency)
+    p, o = np.full(n, int(input_tokens)), np.full(n, int(output_tokens))
+    if tool == "vllm":
+        return vllm_bench_serve(concurrency, p, o, seed=seed, table=table)
+    if tool == "aiperf":
+        return aiperf_concurrency(concurrency, p, o, table=table)
+    if tool == "sglang":
+        return sglang_bench_serving(concurrency, p, o, seed=seed, table=table)
+    raise InputError(f"benchmark tool must be one of {', '.join(BENCHMARKS)} (got {tool!r})")
