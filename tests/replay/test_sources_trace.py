@@ -178,3 +178,18 @@ def test_a_trace_source_replays_every_request_at_its_time(tmp_path):
     assert src.table.arrival_s.tolist() == [0.0, 0.2, 0.2, 6.0]
     assert src.table.finish_s.tolist() == [0.25, 0.45, 0.45, 6.25]
     assert src.window() == (0.0, 6.25) and src.done()
+
+
+@pytest.mark.parametrize("times", [["2023-11-16 18:15:46.6805900", "2023-11-16 18:15:46.6805901",
+                                    "2023-11-16 18:15:45.0000009", "2023-11-17T00:00:00"],
+                                   ["3.25", "1e1", "0.1", "7"]])
+def test_column_fast_path_equals_the_row_by_row_path(tmp_path, times):
+    fast, slow = tmp_path / "fast.csv", tmp_path / "slow.csv"
+    rows = [(t, 10 + i, 1 + i) for i, t in enumerate(times)]
+    fast.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(f"{t},{p},{o}\n" for t, p, o in rows))
+    # a prefix column, even empty, takes the row-by-row path
+    slow.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,prefix_id\n"
+                    + "".join(f"{t},{p},{o},\n" for t, p, o in rows))
+    a, b = load_trace(fast, rate_scale=3.0, limit=3), load_trace(slow, rate_scale=3.0, limit=3)
+    for name in ("arrival_s", "prompt_tokens", "output_tokens", "prefix_id", "prefix_tokens", "lines"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
