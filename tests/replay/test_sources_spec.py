@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from solver.errors import InputError
-from solver.replay.sources import ArrivalSource, ClosedLoop, workload_source, write_trace
+from solver.replay.sources import ArrivalSource, ClosedLoop, services_source, workload_source, write_trace
 from solver.schema.problem import Workload
 
 WORK = Workload(qps=20, input_tokens={"mean": 2048, "p99": 6000}, output_tokens=150, max_context=8192)
@@ -58,3 +58,22 @@ def test_bad_counts_and_scales():
         workload_source("poisson", WORK, requests=0)
     with pytest.raises(InputError, match="--rate-scale"):
         workload_source("poisson", WORK, rate_scale=0)
+
+
+def test_services_share_one_table_with_their_own_seeds_and_owners(tmp_path):
+    chat = Workload(qps=10, input_tokens={"p50": 500, "p99": 4000}, output_tokens=100)
+    code = Workload(qps=5, input_tokens=3000, output_tokens=20)
+    src = workload_source("poisson", chat, requests=50, seed=7)
+    both = services_source("poisson", [("chat", chat), ("code", code)], requests=50, seed=7)
+    assert len(both.table) == 100 and "chat: poisson 10 req/s x 50" in both.describe()
+    both.take(np.inf)
+    owner = both.owner()
+    assert (owner == 0).sum() == 50 and (owner == 1).sum() == 50
+    # service 0 draws with the seed itself: the same requests as alone
+    assert np.array_equal(both.table.prompt_tokens[owner == 0], src.table.prompt_tokens)
+    assert (both.table.prompt_tokens[owner == 1] == 3000).all()
+    path = tmp_path / "t.csv"
+    write_trace(path, [0.0], [1], [1])
+    with pytest.raises(InputError, match="a trace replays one service"):
+        services_source(f"trace:{path}", [("chat", chat), ("code", code)])
+    assert len(services_source(f"trace:{path}", [("chat", chat)]).table) == 1

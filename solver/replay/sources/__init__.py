@@ -23,12 +23,12 @@ from solver.replay.sources.open_loop import (
     measurement_window,
     poisson_source,
 )
-from solver.replay.sources.spec import workload_source
+from solver.replay.sources.spec import services_source, workload_source
 from solver.replay.sources.trace import Trace, load_trace, trace_source, write_trace
 
 __all__ = [
     "BENCHMARKS", "benchmark_source", "ArrivalSource", "ClosedLoop", "MergedSource", "Phase", "Trace", "aiconfigurator_aiperf",
     "aiperf_concurrency", "gamma_arrivals", "gamma_source", "inferencex_benchmark_serving", "load_trace",
     "LengthLaw", "length_law", "measurement_window", "normal_lengths", "poisson_source", "sample_lengths",
-    "sglang_bench_serving", "trace_source", "uniform_lengths", "vllm_bench_serve", "workload_source", "write_trace",
+    "sglang_bench_serving", "trace_source", "uniform_lengths", "services_source", "vllm_bench_serve", "workload_source", "write_trace",
 ]

@@ -25,6 +25,7 @@ from solver.errors import InputError
 from solver.replay.requests import RequestTable
 from solver.replay.sources.harness import aiperf_concurrency, sglang_bench_serving, vllm_bench_serve
 from solver.replay.sources.lengths import sample_lengths
+from solver.replay.sources.merged import MergedSource
 from solver.replay.sources.open_loop import MAX_REQUESTS, gamma_source
 from solver.replay.sources.trace import trace_source
 from solver.schema.problem import Workload
@@ -90,3 +91,19 @@ def _closed(spec: str, rest: str, workload: Workload, requests: int | None, seed
     if tool == "sglang":
         return sglang_bench_serving(n, prompt, output, seed=seed, table=table)
     return vllm_bench_serve(n, prompt, output, seed=seed, table=table)
+
+
+def services_source(spec: str, workloads: list[tuple[str, Workload]], requests: int | None = None,
+                    seed: int = 0, rate_scale: float = 1.0) -> MergedSource:
+    """One source per service (named, with its workload) on one request table, merged: service
+    i draws with seed + i; `source.owner() == i` selects its requests. A trace names one
+    service's requests, so `trace:FILE` needs exactly one service."""
+    if not workloads:
+        raise InputError("simulate: no service to replay")
+    if spec.strip().startswith("trace:") and len(workloads) > 1:
+        raise InputError(f"--arrival {spec!r}: a trace replays one service; the problem has "
+                         f"{len(workloads)} ({', '.join(n for n, _ in workloads)})")
+    table = RequestTable()
+    sources = [workload_source(spec, w, requests, seed + i, rate_scale, table, f"services[{i}].workload")
+               for i, (_, w) in enumerate(workloads)]
+    return MergedSource(sources, labels=[f"{name}: {s.describe()}" for (name, _), s in zip(workloads, sources)])
