@@ -237,3 +237,19 @@ def test_closed_loop_invariants(n_clients, n, warm, seed, delay):
         assert run_start == pytest.approx(tab.finish_s[:warm].max() + delay)  # drained, then the run
     assert src.window() == (run_start, tab.finish_s[warm:].max())
     assert int((tab.arrival_s[warm:] == run_start).sum()) >= min(n_clients, n)  # released together
+
+
+def test_a_phase_needs_one_value_per_request_in_every_column():
+    with pytest.raises(ValueError, match="one value per request"):
+        ClosedLoop([Phase("run", np.ones(3, int), np.ones(2, int), concurrency=1, measured=True)])
+    with pytest.raises(ValueError, match="one value per request"):
+        ClosedLoop([Phase("run", np.ones(3, int), np.ones(3, int), concurrency=1, measured=True,
+                          offsets_s=np.zeros(2))])
+
+
+def test_prefix_columns_travel_with_the_requests():
+    ph = Phase("run", np.array([10, 20, 30]), np.array([1, 1, 1]), concurrency=1, measured=True,
+               prefix_id=np.array([4, -1, 4]), prefix_tokens=np.array([8, 0, 8]))
+    src = ClosedLoop([ph])
+    run(src, DelayServer(src.table))
+    assert src.table.prefix_id.tolist() == [4, -1, 4] and src.table.prefix_tokens.tolist() == [8, 0, 8]

@@ -112,6 +112,9 @@ class ClosedLoop:
         if sum(len(p) for p in phases) > MAX_REQUESTS:
             raise InputError(f"{label}: more than {MAX_REQUESTS:,} requests in one replay")
         for p in phases:
+            extra = [getattr(p, f) for f in ("offsets_s", "prefix_id", "prefix_tokens") if getattr(p, f) is not None]
+            if any(len(a) != len(p) for a in [p.output_tokens, *extra]):
+                raise ValueError(f"{label}: {p.name}: every column of a phase needs one value per request")
             if isinstance(p.concurrency, bool) or int(p.concurrency) != p.concurrency or p.concurrency < 1:
                 raise InputError(f"{label}: {p.name}: concurrency must be a whole number >= 1 (got {p.concurrency})")
         self.phases = [p for p in phases if len(p)]
