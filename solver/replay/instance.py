@@ -173,7 +173,15 @@ class Instance:
 
     def preempt_last(self) -> Seq:
         """Preempt (by recompute) the most recently admitted running sequence."""
-        seq = self.running.pop(next(reversed(self.running)))
+        return self.preempt(self.running[next(reversed(self.running))])
+
+    def generated(self, seq: Seq) -> int:
+        """Tokens the sequence has generated so far (decoders are held in aggregate)."""
+        return seq.generated + (self.kv.step - seq.base if seq.offset is not None else 0)
+
+    def preempt(self, seq: Seq) -> Seq:
+        """Preempt a running sequence by recompute: blocks freed, back at the queue's front."""
+        del self.running[seq.admit]
         if seq.offset is not None:
             self._leave_decoders(seq)
         else:

@@ -100,8 +100,10 @@ class KVCache:
         self._floor += q
         self.n_dec += 1
         step, used = self._dec_cache
-        if step == self.step:  # keep the cache of the current step exact
+        if step == self.step:  # keep the cache of the current step exact, else drop it
             self._dec_cache = (step, used + q + (r + step + self.block_tokens - 1) // self.block_tokens)
+        else:
+            self._dec_cache = (-1, 0)
         return a
 
     def dec_leave(self, seq, a: int) -> None:
@@ -113,6 +115,8 @@ class KVCache:
         step, used = self._dec_cache
         if step == self.step:
             self._dec_cache = (step, used - q - (r + step + self.block_tokens - 1) // self.block_tokens)
+        else:
+            self._dec_cache = (-1, 0)
         own = max(-(-(a + self.step) // self.block_tokens), 0)
         seq.blocks = own
         self.used += own
@@ -123,7 +127,7 @@ class KVCache:
         if s0 == step:
             return used
         b = self.block_tokens
-        if 0 <= step - s0 <= 8:  # a few steps on: add the decoders whose block fills at each
+        if s0 >= 0 and 0 <= step - s0 <= 8:  # a few steps on: add the decoders whose block fills at each
             cnt = self._cnt
             for g in range(s0, step):
                 used += cnt[-g % b]
@@ -160,6 +164,9 @@ class KVCache:
                 break
             j += 1
         return j + 1
+
+    def blocks_for(self, tokens: int) -> int:
+        return -(-int(tokens) // self.block_tokens)
 
     def _prefix_blocks(self, seq) -> int:
         """Full blocks of the sequence's shared prefix (0 without one)."""
