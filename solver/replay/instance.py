@@ -35,10 +35,14 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from solver.perf.arch import ModelArch
+from solver.perf.tables import HardwareTable, Plans
 from solver.replay.kv import KVCache
 from solver.replay.requests import RequestTable
+from solver.replay.schedulers import make_policy
 from solver.replay.schedulers.base import Batch, Policy, Seq
-from solver.replay.steptime import StepTimes
+from solver.replay.steptime import Limits, StepTimes
+from solver.schema.engine import EngineParams
 
 Role = Literal["colocated", "prefill", "decode"]
 MAX_STRETCH = 4096  # iterations priced in one lookup at most (bounds the arrays)
@@ -312,3 +316,30 @@ class Instance:
             st.waiting_s += len(self.waiting) * dt
             st.running_s += len(self.running) * dt
             st.last_s = t_s
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePlan:
+    """What every instance of one plan shares: its iteration-time grid, KV block count and
+    scheduler settings (build once with `instance_plan`, then one `Instance` per replica)."""
+
+    steps: StepTimes
+    kv_blocks: int
+    engine: str
+    batch: int  # max_num_seqs / max_running_requests / max_batch_size
+    chunk: int  # max_num_batched_tokens / chunked_prefill_size / max_num_tokens
+
+    def instance(self, table: RequestTable, index: int = 0, role: Role = "colocated") -> Instance:
+        policy = make_policy(self.engine, self.batch, self.chunk)
+        return Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
+
+
+def instance_plan(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: EngineParams, engine_name: str,
+                  batch: int, chunk: int, max_context: int) -> InstancePlan:
+    """The shared parts of instances of `plan` (one row): the step-time grid up to `batch`
+    sequences, `chunk` tokens per iteration and `max_context` tokens of context; the KV blocks
+    left after a forward pass of `chunk` tokens, in the engine's block size."""
+    steps = StepTimes.build(arch, hw, plan, engine, Limits(batch, chunk, max_context))
+    block = make_policy(engine_name).block_tokens
+    kv = KVCache.for_plan(arch, hw, plan, engine, chunk, block)
+    return InstancePlan(steps, kv.total, engine_name, int(batch), int(chunk))

@@ -96,27 +96,23 @@ class KVCache:
         self.used -= seq.blocks
         seq.blocks = 0
         q, r = divmod(a, self.block_tokens)
+        step = self.step
+        used = self.dec_used(step)  # the cache at the current step, then kept exact
         self._cnt[r] += 1
         self._floor += q
         self.n_dec += 1
-        step, used = self._dec_cache
-        if step == self.step:  # keep the cache of the current step exact, else drop it
-            self._dec_cache = (step, used + q + (r + step + self.block_tokens - 1) // self.block_tokens)
-        else:
-            self._dec_cache = (-1, 0)
+        self._dec_cache = (step, used + q + (r + step + self.block_tokens - 1) // self.block_tokens)
         return a
 
     def dec_leave(self, seq, a: int) -> None:
         """Take a decoder out of the aggregate; it holds its current blocks on its own again."""
         q, r = divmod(a, self.block_tokens)
+        step = self.step
+        used = self.dec_used(step)
         self._cnt[r] -= 1
         self._floor -= q
         self.n_dec -= 1
-        step, used = self._dec_cache
-        if step == self.step:
-            self._dec_cache = (step, used - q - (r + step + self.block_tokens - 1) // self.block_tokens)
-        else:
-            self._dec_cache = (-1, 0)
+        self._dec_cache = (step, used - q - (r + step + self.block_tokens - 1) // self.block_tokens)
         own = max(-(-(a + self.step) // self.block_tokens), 0)
         seq.blocks = own
         self.used += own
@@ -127,7 +123,7 @@ class KVCache:
         if s0 == step:
             return used
         b = self.block_tokens
-        if s0 >= 0 and 0 <= step - s0 <= 8:  # a few steps on: add the decoders whose block fills at each
+        if s0 >= 0 and 0 <= step - s0 <= b:  # a few steps on: add the decoders whose block fills at each
             cnt = self._cnt
             for g in range(s0, step):
                 used += cnt[-g % b]

@@ -162,3 +162,22 @@ def test_rejects_a_request_that_can_never_fit():
     inst = instance(make_policy("vllm", 256, 8192), blocks=2, table=tab)
     run(ListSource(tab, [0.0, 0.1], [100, 10], [5, 5]), inst)
     assert inst.stats.rejected == 1 and np.isinf(tab.finish_s[0]) and np.isfinite(tab.finish_s[1])
+
+
+def test_one_request_through_the_real_grid():
+    # alone: the prompt's iteration (2048 tokens, equivalent prompt 2048), then 9 decodes whose
+    # context grows from 2049
+    from solver.replay.instance import instance_plan
+    from tests.replay.test_steptime import _plan, _setup
+
+    arch, hw, engine = _setup()
+    shared = instance_plan(arch, hw, _plan(), engine, "vllm", batch=64, chunk=4096, max_context=4096)
+    tab = RequestTable()
+    inst = shared.instance(tab, index=3)
+    run(ListSource(tab, [1.0], [2048], [10]), inst)
+    steps = shared.steps
+    first = 1.0 + steps.cycle_s(0, 0.0, 2048, 2048.0, 1, 1)
+    assert tab.first_token_s[0] == pytest.approx(first, rel=1e-12)
+    assert tab.finish_s[0] == pytest.approx(first + sum(steps.decode_cycle_s(1, 2049.0 + j) for j in range(9)),
+                                            rel=1e-12)
+    assert tab.instance[0] == 3 and inst.kv.block_tokens == 16 and inst.kv.total > 10_000
