@@ -181,3 +181,14 @@ def test_one_request_through_the_real_grid():
     assert tab.finish_s[0] == pytest.approx(first + sum(steps.decode_cycle_s(1, 2049.0 + j) for j in range(9)),
                                             rel=1e-12)
     assert tab.instance[0] == 3 and inst.kv.block_tokens == 16 and inst.kv.total > 10_000
+
+
+def test_a_shared_prefix_is_held_once():
+    # prompts of 100 tokens sharing their first 64 (4 blocks of 16): 4 + 3 + 3 blocks, not 2 x 7
+    for prefix, held in ((5, 10), (-1, 14)):
+        inst = instance(make_policy("vllm", 256, 8192), blocks=100)
+        inst.submit(inst.table.add([0.0, 0.0], [100, 100], [5, 5], prefix, 64), 0.0)
+        inst.next_event_s()
+        assert inst.load().kv_used_blocks == held
+        inst.advance(np.inf)
+        assert inst.kv.free == 100 and inst.kv.shared_blocks == 0

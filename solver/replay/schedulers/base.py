@@ -38,7 +38,7 @@ class Seq:
         self.blocks = 0  # own KV blocks (solver/replay/kv.py)
         self.shared = 0  # shared-prefix blocks it refers to
         self.prefix_id = prefix_id
-        self.prefix_tokens = prefix_tokens if prefix_id >= 0 else 0
+        self.prefix_tokens = min(prefix_tokens, prompt) if prefix_id >= 0 else 0
         self.offset = None  # KV aggregate offset while decoding (None: not a decoder)
         self.base = 0  # decode step at which computed / generated were last synced
         self.admit = -1  # admission order while running
