@@ -330,7 +330,11 @@ class InstancePlan:
     chunk: int  # max_num_batched_tokens / chunked_prefill_size / max_num_tokens
 
     def instance(self, table: RequestTable, index: int = 0, role: Role = "colocated") -> Instance:
-        policy = make_policy(self.engine, self.batch, self.chunk)
+        """One replica. With pp stages the engine keeps pp scheduled batches in flight, each
+        within the token budget (vLLM v1's batch queue of `max_concurrent_batches` = pp,
+        vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
+        to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
+        policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
         return Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
 
 

@@ -292,18 +292,18 @@ class StepTimes:
         return row[j] + v * (row[j + 1] - row[j])
 
     def cycle_s(self, n: int, ctx: float, t: int = 0, s: float = 0.0, completing: int = 0,
-                pieces: int = 0) -> float:
+                pieces: int = 1) -> float:
         """Seconds of one iteration of the instance: n decoding sequences of mean context ctx,
         t prefill tokens of equivalent prompt s in `pieces` chunks, `completing` of which end
         their prompt (they need logits).
 
         Pipeline parallelism (pp stages): the iteration's batch is split into m = min(pp,
-        work items) micro-batches that are in flight together, as vLLM (one batch per virtual
-        engine) and TensorRT-LLM (micro-batches) keep pp batches in flight. Decoding sequences
-        spread evenly; the prefill tokens ride in one micro-batch (the performance model's
-        `chunk_latency` assumption) unless there is no decode work, then they spread over the
-        micro-batches. The cycle, until every sequence of the batch can go again, is
-        max(sum of the micro-batches' stage times, the slowest one's full pass) + the step
+        sequences + chunks) micro-batches that are in flight together, as vLLM (up to pp
+        scheduled batches in flight) and TensorRT-LLM (micro-batches) keep them. Decoding
+        sequences spread evenly over the m; the prefill chunks over min(m, pieces) of them (a
+        chunk stays whole: one chunk rides in one micro-batch, the performance model's
+        `chunk_latency` assumption). The cycle, until every sequence of the batch can go again,
+        is max(sum of the micro-batches' stage times, the slowest one's full pass) + the step
         overhead; with equal micro-batches that is `pass_latency` of one, as `cycle` in
         solver/perf/runtime.py. pp == 1: stage time + step overhead.
         """
@@ -315,18 +315,18 @@ class StepTimes:
         pp = self.pp
         if pp == 1:
             return self._stage(n, ctx, t, s, n + completing)[0] + self.step_s
-        if not n:
-            m = max(min(pp, pieces), 1)
-            st, hop = self._stage(0, ctx, -(-t // m), s, -(-completing // m))
-            return max(m * st, pp * st + (pp - 1) * hop) + self.step_s
-        m = min(pp, n)
-        big, small = -(-n // m), n // m
-        n_big = n - small * m
-        st0, hop0 = self._stage(big, ctx, t, s, big + completing)  # the micro-batch with the prefill
-        s_big = self._stage(big, ctx, 0, 0.0, big)[0]
-        s_small = self._stage(small, ctx, 0, 0.0, small)[0] if small else 0.0
-        total = st0 + (n_big - 1) * s_big + (m - n_big) * s_small
-        return max(total, pp * st0 + (pp - 1) * hop0) + self.step_s
+        m = min(pp, n + max(pieces, 1))
+        k = max(min(m, pieces), 1)  # micro-batches carrying prefill
+        total = slowest = hop = 0.0
+        for j in range(m):
+            n_j = n // m + (j < n % m)
+            t_j = t // k + (j < t % k) if j < k else 0
+            c_j = completing // k + (j < completing % k) if j < k else 0
+            st_j, hop_j = self._stage(n_j, ctx, t_j, s, n_j + c_j)
+            total += st_j
+            if st_j > slowest:
+                slowest, hop = st_j, hop_j
+        return max(total, pp * slowest + (pp - 1) * hop) + self.step_s
 
     def pass_s(self, n: int, ctx: float, t: int = 0, s: float = 0.0, completing: int = 0) -> float:
         """One micro-batch of this load through every stage and hop, plus the step overhead

@@ -192,3 +192,24 @@ def test_a_shared_prefix_is_held_once():
         assert inst.load().kv_used_blocks == held
         inst.advance(np.inf)
         assert inst.kv.free == 100 and inst.kv.shared_blocks == 0
+
+
+def test_pipeline_prefill_instance_fills_its_stages():
+    # pp4 prefill instance, 8 prompts of 2048 at once, chunk 8192 per batch in flight: one cycle
+    # carries all 8 in 4 micro-batches of 2 prompts; the cycle is 4 stage times (+ hops), so the
+    # instance releases about one micro-batch per stage time, as a full pipe does
+    from solver.replay.instance import instance_plan
+    from tests.replay.test_steptime import _plan, _setup
+
+    arch, hw, engine = _setup()
+    shared = instance_plan(arch, hw, _plan(pp=4), engine, "vllm", batch=64, chunk=8192, max_context=4096)
+    tab = RequestTable()
+    inst = shared.instance(tab, role="prefill")
+    inst.submit(tab.add([0.0] * 8, 2048, 100), 0.0)
+    t = inst.next_event_s()
+    assert list(inst.advance(t)) == list(range(8))
+    steps = shared.steps
+    st = float(steps.stage_s(0.0, 0.0, 4096.0, 2048.0, 2.0))  # 2 prompts, no decode: no mixed slowdown
+    hop = float(steps.tokens_hop_s(4096.0))
+    assert t == pytest.approx(max(4 * st, 4 * st + 3 * hop) + steps.step_s, rel=2e-3)
+    assert tab.first_token_s == pytest.approx([t] * 8)
