@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from solver.replay.loop import run
 from solver.replay.requests import RequestTable
@@ -213,3 +215,26 @@ def test_pipeline_prefill_instance_fills_its_stages():
     hop = float(steps.tokens_hop_s(4096.0))
     assert t == pytest.approx(max(4 * st, 4 * st + 3 * hop) + steps.step_s, rel=2e-3)
     assert tab.first_token_s == pytest.approx([t] * 8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(engine=st.sampled_from(["vllm", "sglang", "trtllm"]), seed=st.integers(0, 10_000),
+       n=st.integers(1, 40), batch=st.integers(1, 16), chunk=st.sampled_from([32, 100, 512]),
+       blocks=st.integers(8, 200))
+def test_every_request_is_served_and_the_kv_cache_ends_empty(engine, seed, n, batch, chunk, blocks):
+    rng = np.random.default_rng(seed)
+    arrivals = np.sort(rng.uniform(0, 2.0, n))
+    prompts, outputs = rng.integers(1, 120, n), rng.integers(1, 40, n)
+    policy = make_policy(engine, batch, chunk)
+    total = blocks * 16 // policy.block_tokens
+    tab, inst = _replay(policy, arrivals, prompts, outputs, blocks=total, steps=FixedSteps(0.01, 0.02))
+    done = np.isfinite(tab.finish_s)
+    assert done.sum() + inst.stats.rejected == n
+    assert (tab.first_token_s[done] >= tab.arrival_s[done]).all()
+    assert (tab.finish_s[done] >= tab.first_token_s[done]).all()
+    # each output token takes an iteration of at least 10 ms after the first
+    assert (tab.finish_s[done] - tab.first_token_s[done] >= (outputs[done] - 1) * 0.01 - 1e-9).all()
+    assert inst.kv.used == 0 and inst.kv.free == total and not inst.running and not inst.waiting
+    assert inst.stats.preemptions == int(tab.preemptions.sum())
+    if engine == "trtllm":
+        assert inst.stats.preemptions == 0  # guaranteed no evict
