@@ -1,6 +1,6 @@
 """SGLang's scheduler (python/sglang/srt/managers/scheduler.py `get_next_batch_to_run`,
 `get_new_batch_prefill`, `update_running_batch`; python/sglang/srt/managers/schedule_policy.py
-`PrefillAdder`; python/sglang/global_config.py; SGLang v0.4-v0.5).
+`PrefillAdder`, at commit ad0119f; python/sglang/global_config.py for the ratio's defaults).
 
 Followed:
 - prefill first: when requests wait and some fit, the iteration is a prefill batch of them

@@ -1,6 +1,7 @@
-"""TensorRT-LLM's batch manager (cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and
-microBatchScheduler.cpp; the PyTorch backend's tensorrt_llm/_torch/pyexecutor/scheduler.py
-follows the same two steps; TensorRT-LLM 0.2x / 1.x).
+"""TensorRT-LLM's batch manager: `SimpleScheduler` = a capacity scheduler, then a micro-batch
+scheduler (tensorrt_llm/_torch/pyexecutor/scheduler.py at commit 034fffb, `BindCapacityScheduler`
+defaulting to `GUARANTEED_NO_EVICT`, `PyMicroBatchScheduler`; the C++ ones they bind,
+cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and microBatchScheduler.cpp).
 
 Followed:
 - capacity scheduler, `GUARANTEED_NO_EVICT` (the default `CapacitySchedulerPolicy`): requests
@@ -8,7 +9,8 @@ Followed:
   prompt + max new tokens fit next to the same full reservation of every request in flight, and
   fewer than `max_batch_size` are in flight; nothing is ever evicted;
 - micro-batch scheduler: in-flight batching under `max_num_tokens` per iteration; generation
-  requests take one token each, context requests the rest; with context chunking
+  requests first, one token each, then context requests FCFS (`FIRST_COME_FIRST_SERVED`
+  chunking) in the rest; with context chunking
   (`enable_chunked_prefill`) a context that does not fit is cut to a multiple of the KV block
   (`tokens_per_block` 32, `KvCacheConfig`, tensorrt_llm/llmapi/llm_args.py), without it a
   context waits until it fits whole (one longer than `max_num_tokens` is chunked anyway).
