@@ -237,7 +237,10 @@ class Instance:
                 t += c
                 pairs += c * (2 * seq.computed + c)
                 completing += seq.computed + c == seq.target
-            dt = steps.cycle_s(n, ctx, t, pairs / t, completing, len(batch.prefill))
+            pieces = len(batch.prefill)
+            if steps.pp > 1:  # the pp batches in flight each carry at most a budget's share
+                pieces = max(pieces, -(-t // max(self.policy.max_tokens // steps.pp, 1)))
+            dt = steps.cycle_s(n, ctx, t, pairs / t, completing, pieces)
         self._pending = (self.t + dt, "iter", batch)
 
     def _cut_stretch(self, t_s: float) -> None:

@@ -239,6 +239,22 @@ class StepTimes:
         ap = _interp2_np(self.ap_t, self.ap_p, self.ap_s, t, pre_prompt)
         return self.tokens_s(n + t) + self.lm_np(rows) + np.where(n > 0, ad, 0.0) + np.where(t > 0, ap, 0.0)
 
+    def iterations_s(self, dec_seqs, dec_ctx, pre_tokens, pre_prompt, completing) -> np.ndarray:
+        """`cycle_s` over arrays of iterations (one chunk of prefill each, where any)."""
+        n = np.asarray(dec_seqs, dtype=float)
+        args = np.broadcast_arrays(n, dec_ctx, pre_tokens, pre_prompt, completing)
+        if self.pp == 1:
+            d = float(self.dp)
+            n, ctx, t, s, c = (np.ceil(a / d) if i in (0, 2, 4) else np.asarray(a, dtype=float)
+                               for i, a in enumerate(args))
+            dec = self.stage_s(n, ctx)
+            full = self.stage_s(n, ctx, t, s, n + c)
+            mixed = np.where((n > 0) & (t > 0), dec + self.slowdown * (full - dec), full)
+            return mixed + self.step_s
+        cycle = np.frompyfunc(lambda *a: self.cycle_s(int(a[0]), float(a[1]), int(a[2]), float(a[3]), int(a[4])),
+                              5, 1)
+        return cycle(*args).astype(float)
+
     def decode_cycles_s(self, n: int, ctx0: float, k: int) -> np.ndarray:
         """Cycle seconds of k consecutive pure decode iterations of n sequences whose mean
         context is ctx0 in the first and grows by one token per iteration."""

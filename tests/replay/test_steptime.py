@@ -117,3 +117,17 @@ def test_data_parallel_ranks_take_the_busiest_share():
     # 101 sequences over 2 ranks: the iteration waits for the rank with 51
     assert steps.decode_cycle_s(101, 1000.0) == pytest.approx(
         float(steps.stage_s(51.0, 1000.0)) + steps.step_s, rel=1e-6)
+
+
+@pytest.mark.parametrize("pp, dp", [(1, 1), (1, 2), (2, 1)])
+def test_vectorised_iterations_equal_the_scalar_lookups(pp, dp):
+    steps = llama_steps(pp=pp, tp=4 // dp, dp=dp)
+    rng = np.random.default_rng(5)
+    n = rng.integers(0, 200, 60)
+    t = np.where(rng.random(60) < 0.5, 0, rng.integers(1, 4000, 60))
+    n[(n == 0) & (t == 0)] = 3
+    ctx, s = rng.uniform(10, 6000, 60), rng.uniform(10, 8000, 60)
+    c = (t > 0).astype(int)
+    got = steps.iterations_s(n, ctx, t, s, c)
+    want = [steps.cycle_s(int(a), float(b), int(d), float(e), int(f)) for a, b, d, e, f in zip(n, ctx, t, s, c)]
+    assert got == pytest.approx(want, rel=2e-3)
