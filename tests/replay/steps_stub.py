@@ -13,6 +13,8 @@ from solver.replay.requests import RequestTable
 class FixedSteps:
     """`decode_s` for an iteration of decodes only, `prefill_s` for one carrying prefill."""
 
+    pp = 1
+
     def __init__(self, decode_s: float = 0.01, prefill_s: float = 0.05) -> None:
         self.decode_s, self.prefill_s = decode_s, prefill_s
         self.calls = 0
