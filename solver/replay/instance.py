@@ -254,7 +254,8 @@ class Instance:
         end, kind, payload = self._pending
         self._pending = None
         self._tick(end)
-        kv_before = self.kv.total - self.kv.free
+        kv = self.kv
+        self.stats.kv_block_s += (kv.used + kv.dec_used(kv.step)) * (end - self.t)  # held at the start
         if kind == "stretch":
             _, k, _ = payload
             self._decode_steps(k, end)
@@ -262,7 +263,6 @@ class Instance:
         else:
             k = 1
             self._apply(payload, end)
-        self.stats.kv_block_s += 0.5 * (kv_before + self.kv.total - self.kv.free) * (end - self.t)
         self.stats.iterations += k
         self.stats.busy_s += end - self.t
         self.t = end

@@ -44,7 +44,7 @@ class VllmScheduler(Policy):
         if kv.n_dec:
             batch.decode = True
             budget -= kv.n_dec
-        for seq in list(inst.prefilling):
+        for seq in list(inst.prefilling) if inst.prefilling else ():
             if budget <= 0:
                 break
             if seq.admit < 0:  # preempted above
@@ -59,7 +59,7 @@ class VllmScheduler(Policy):
                 continue
             batch.prefill.append((seq, new))
             budget -= new
-        if not batch.preempted:
+        if inst.waiting and not batch.preempted:
             budget = self._admit(inst, batch, budget)
         batch.decode = batch.decode or kv.n_dec > 0
         batch.stable = batch.decode and not batch.prefill and not batch.preempted
