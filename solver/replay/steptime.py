@@ -13,8 +13,9 @@ mean context `ctx`, T prefill tokens), `logits` LM-head rows:
 
 - P: projections, MLP / MoE block, all-reduces / all-to-all and kernel fixed costs, a function
   of the token count alone. Tabulated at EVERY integer token count up to 16,384 (geometric
-  nodes, ratio 1.01, beyond), so the steps of the measured GEMM tables (512 rows 53 us, 513 rows
-  100 us on h100-sxm) are reproduced exactly, not smeared.
+  nodes, ratio 1.01, beyond), so the steps of the measured GEMM tables (issue 14 measured 53 us
+  at 512 rows and 100 us at 513 on hardware/profiles/h100-sxm; the tables have nodes at 2^k and
+  2^k + 1) are reproduced exactly, not smeared.
 - L: the LM head over the rows that need logits, every integer up to the largest count.
 - Ad: decode attention over (n, ctx): integer n up to 64 then geometric (ratio 1.06), ctx on 4
   nodes per octave plus every power of two (the measured table's own nodes).
