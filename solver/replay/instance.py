@@ -1,0 +1,352 @@
+"""One simulated engine instance: the `Server` of solver/replay/requests.py for one replica.
+
+Iterations run back to back while there is work, and the instance idles otherwise. At each
+iteration boundary the scheduler policy (solver/replay/schedulers/) picks the batch; the
+iteration's seconds come from the plan's `StepTimes` (solver/replay/steptime.py); at its end the
+tokens are applied. A request's first token is emitted at the end of the iteration that
+completes its prompt (vLLM samples it in that step: vllm/v1/core/sched/scheduler.py
+`update_from_output`), each further token at the end of each later iteration it decodes in.
+
+Roles:
+- "colocated": prompts and decodes in one engine;
+- "prefill" (disaggregated): a request leaves, returned by `advance`, once its prompt is
+  computed and its first token sampled; its KV blocks are freed then (the fleet owns the link);
+- "decode": submitted requests already hold their prompt's KV and their first token; they are
+  admitted when their blocks fit and decode from the second token on.
+
+Speed: a pure decode batch the policy would repeat (nothing waiting that could be admitted)
+stays the same until a request finishes, a KV block runs out or a request arrives; such a
+stretch of k iterations is priced by one vectorised lookup (`StepTimes.decode_cycles_s`) and
+applied in O(1), because decoding sequences are held in aggregate (a decode step counter, see
+solver/replay/kv.py `dec_join`, and a heap of the steps at which they finish). An arrival in the
+middle cuts the stretch after the iteration in flight. The event loop
+(solver/replay/loop.py) sees `next_event_s` = the end of the next iteration or stretch.
+
+A request submitted at a boundary whose iteration is already scheduled waits for the next one.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections import deque
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+import numpy as np
+
+from solver.perf.arch import ModelArch
+from solver.perf.tables import HardwareTable, Plans
+from solver.replay.kv import KVCache
+from solver.replay.requests import RequestTable
+from solver.replay.schedulers import make_policy
+from solver.replay.schedulers.base import Batch, Policy, Seq
+from solver.replay.steptime import Limits, StepTimes
+from solver.schema.engine import EngineParams
+
+Role = Literal["colocated", "prefill", "decode"]
+MAX_STRETCH = 4096  # iterations priced in one lookup at most (bounds the arrays)
+SHORT_STRETCH = 8  # stretches up to this long are priced by scalar lookups (cheaper than numpy)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+class InstanceLoad(NamedTuple):
+    """What a router sees of an instance."""
+
+    running: int
+    waiting: int
+    kv_used_blocks: int
+    kv_total_blocks: int
+
+
+@dataclass(slots=True)
+class InstanceStats:
+    """Running totals of one instance (time integrals in request-seconds / block-seconds)."""
+
+    iterations: int = 0
+    busy_s: float = 0.0
+    waiting_s: float = 0.0  # integral of the waiting queue's length over time
+    running_s: float = 0.0  # integral of the running requests
+    kv_block_s: float = 0.0  # integral of the KV blocks in use
+    max_waiting: int = 0
+    preemptions: int = 0
+    finished: int = 0
+    rejected: int = 0  # requests whose KV can never fit (finish_s stays inf)
+    last_s: float = 0.0  # the time the integrals reach
+
+    @property
+    def in_system_s(self) -> float:
+        return self.waiting_s + self.running_s
+
+
+class Instance:
+    """One engine instance serving requests of `table` (see the module docstring)."""
+
+    def __init__(self, table: RequestTable, steps: StepTimes, policy: Policy, kv: KVCache,
+                 index: int = 0, role: Role = "colocated") -> None:
+        if role not in ("colocated", "prefill", "decode"):
+            raise ValueError(f"unknown instance role {role!r}")
+        self.table, self.steps, self.policy, self.kv = table, steps, policy, kv
+        self.index, self.role = index, role
+        self.running: dict[int, Seq] = {}  # by admission order
+        self.prefilling: list[Seq] = []  # running, prompt (or recompute) not done, admission order
+        self.waiting: deque[Seq] = deque()
+        self.stats = InstanceStats()
+        self.t = 0.0  # the boundary the state is at
+        self._admits = 0
+        self._heap: list[tuple[int, int, Seq]] = []  # (finish step, admit, seq) of decoders
+        self._ctx_off = 0  # sum over decoders of (computed - base): their context at step G is this + n G
+        self._pending: tuple | None = None  # (end_s, kind, payload) of the iteration / stretch in flight
+        self._done: list[int] = []  # ids that left, not yet returned by advance
+
+    # ---- the Server protocol -----------------------------------------------------------------
+
+    def submit(self, ids: np.ndarray, t_s: float) -> None:
+        if self._pending is None and t_s > self.t:
+            self._tick(t_s)
+            self.t = t_s  # idle until now
+        else:
+            self._tick(max(t_s, self.stats.last_s))
+        tab = self.table
+        prompt, out = tab._prompt_tokens, tab._output_tokens
+        pid, ptok = tab._prefix_id, tab._prefix_tokens
+        decode = self.role == "decode"
+        for i in np.asarray(ids, dtype=np.int64).tolist():
+            p = int(prompt[i])
+            seq = Seq(i, p, max(int(out[i]), 1), int(pid[i]), int(ptok[i]),
+                      computed=p if decode else 0, generated=1 if decode else 0)
+            self.waiting.append(seq)
+        self.stats.max_waiting = max(self.stats.max_waiting, len(self.waiting))
+        if self._pending is not None and self._pending[1] == "stretch":
+            self._cut_stretch(t_s)
+
+    def next_event_s(self) -> float:
+        if self._pending is None:
+            self._plan()
+        return self._pending[0] if self._pending is not None else np.inf
+
+    def advance(self, t_s: float) -> np.ndarray:
+        while True:
+            if self._pending is None:
+                self._plan()
+            if self._pending is None or self._pending[0] > t_s:
+                break
+            self._commit()
+        if not self._done:
+            return _NONE
+        done, self._done = self._done, []
+        return np.asarray(done, dtype=np.int64)
+
+    def load(self) -> InstanceLoad:
+        kv = self.kv
+        return InstanceLoad(len(self.running), len(self.waiting), kv.total - kv.free, kv.total)
+
+    # ---- helpers the policies call -------------------------------------------------------------
+
+    def admit(self, seq: Seq) -> None:
+        """The head of the waiting queue starts running."""
+        self.waiting.popleft()
+        seq.admit = self._admits
+        self._admits += 1
+        self.running[seq.admit] = seq
+        if seq.target - seq.computed > 1 or seq.generated == 0:
+            self.prefilling.append(seq)
+        if not seq.started:
+            seq.started = True
+            if self.role != "decode":
+                self.table._queued_s[seq.id] = self.t - self.table._arrival_s[seq.id]
+            if self.role != "prefill":
+                self.table._instance[seq.id] = self.index
+
+    def join_decoders(self, seq: Seq) -> None:
+        """A running sequence with its context computed starts decoding one token per step."""
+        kv = self.kv
+        seq.offset = kv.dec_join(seq, seq.computed)
+        seq.base = kv.step
+        self._ctx_off += seq.computed - kv.step
+        heapq.heappush(self._heap, (kv.step + seq.output - seq.generated, seq.admit, seq))
+
+    def _leave_decoders(self, seq: Seq) -> None:
+        kv = self.kv
+        self._ctx_off -= seq.computed - seq.base
+        d = kv.step - seq.base
+        seq.computed += d
+        seq.generated += d
+        kv.dec_leave(seq, seq.offset)
+        seq.offset = None
+
+    def preempt_last(self) -> Seq:
+        """Preempt (by recompute) the most recently admitted running sequence."""
+        return self.preempt(self.running[next(reversed(self.running))])
+
+    def generated(self, seq: Seq) -> int:
+        """Tokens the sequence has generated so far (decoders are held in aggregate)."""
+        return seq.generated + (self.kv.step - seq.base if seq.offset is not None else 0)
+
+    def preempt(self, seq: Seq) -> Seq:
+        """Preempt a running sequence by recompute: blocks freed, back at the queue's front."""
+        del self.running[seq.admit]
+        if seq.offset is not None:
+            self._leave_decoders(seq)
+        else:
+            self.prefilling.remove(seq)
+        self.kv.release(seq)
+        seq.computed = 0
+        seq.admit = -1
+        self.waiting.appendleft(seq)
+        self.table._preemptions[seq.id] += 1
+        self.stats.preemptions += 1
+        self.policy.preempted(self, seq)
+        return seq
+
+    # ---- planning and applying iterations --------------------------------------------------------
+
+    def _plan(self) -> None:
+        """Schedule the iteration (or stretch of pure decode iterations) starting at self.t."""
+        if not self.running and not self.waiting:
+            return
+        batch = self.policy.schedule(self)
+        if batch.empty():
+            if not self.running and self.waiting:  # the head can never fit: the engine rejects it
+                seq = self.waiting.popleft()
+                self.stats.rejected += 1
+                self._done.append(seq.id)
+                self._plan()
+            return
+        kv, steps = self.kv, self.steps
+        n = kv.n_dec if batch.decode else 0
+        ctx = (self._ctx_off + n * kv.step) / n + 1.0 if n else 0.0
+        if batch.stable and self._heap:
+            k = min(self._heap[0][0] - kv.step, kv.dec_steps_fitting(MAX_STRETCH),
+                    self.policy.stretch_limit(self), MAX_STRETCH)
+            if k > 1:
+                if k <= SHORT_STRETCH:
+                    ends, t = [], self.t
+                    for j in range(k):
+                        t += steps.decode_cycle_s(n, ctx + j)
+                        ends.append(t)
+                else:
+                    ends = (self.t + np.cumsum(steps.decode_cycles_s(n, ctx, k))).tolist()
+                self._pending = (ends[-1], "stretch", (ends, k, n))
+                return
+        if not batch.prefill:
+            dt = steps.decode_cycle_s(n, ctx)
+        else:
+            t = pairs = completing = 0
+            for seq, c in batch.prefill:
+                t += c
+                pairs += c * (2 * seq.computed + c)
+                completing += seq.computed + c == seq.target
+            pieces = len(batch.prefill)
+            if steps.pp > 1:  # the pp batches in flight each carry at most a budget's share
+                pieces = max(pieces, -(-t // max(self.policy.max_tokens // steps.pp, 1)))
+            dt = steps.cycle_s(n, ctx, t, pairs / t, completing, pieces)
+        self._pending = (self.t + dt, "iter", batch)
+
+    def _cut_stretch(self, t_s: float) -> None:
+        """An arrival at t_s: keep the stretch's iterations that started before it."""
+        end, _, (ends, k, n) = self._pending
+        keep = 1 + bisect.bisect_left(ends, t_s, 0, k - 1)
+        if keep < k:
+            self._pending = (float(ends[keep - 1]), "stretch", (ends, keep, n))
+
+    def _commit(self) -> None:
+        end, kind, payload = self._pending
+        self._pending = None
+        self._tick(end)
+        kv = self.kv
+        self.stats.kv_block_s += (kv.used + kv.dec_used(kv.step)) * (end - self.t)  # held at the start
+        if kind == "stretch":
+            _, k, _ = payload
+            self._decode_steps(k, end)
+            self.policy.decoded(k)
+        else:
+            k = 1
+            self._apply(payload, end)
+        self.stats.iterations += k
+        self.stats.busy_s += end - self.t
+        self.t = end
+
+    def _decode_steps(self, k: int, end: float) -> None:
+        """Every decoder advanced k tokens; those that reached their output leave."""
+        kv = self.kv
+        kv.step += k
+        heap = self._heap
+        while heap and heap[0][0] <= kv.step:
+            _, admit, seq = heapq.heappop(heap)
+            if seq.admit != admit or seq.offset is None:
+                continue  # preempted since
+            self._leave_decoders(seq)
+            self._finish(seq, end)
+
+    def _apply(self, batch: Batch, end: float) -> None:
+        if batch.decode:
+            self._decode_steps(1, end)
+            self.policy.decoded(1)
+        first = self.table._first_token_s
+        for seq, c in batch.prefill:
+            seq.computed += c
+            if seq.computed < seq.target:
+                continue
+            seq.generated += 1
+            self.prefilling.remove(seq)
+            if seq.generated == 1 and self.role != "decode":
+                first[seq.id] = end
+            if self.role == "prefill":
+                self._leave(seq)
+            elif seq.generated >= seq.output:
+                self._finish(seq, end)
+            else:
+                self.join_decoders(seq)
+
+    def _leave(self, seq: Seq) -> None:
+        self.running.pop(seq.admit)
+        self.kv.release(seq)
+        self.policy.left(seq)
+        seq.admit = -1
+        self._done.append(seq.id)
+
+    def _finish(self, seq: Seq, end: float) -> None:
+        self.table._finish_s[seq.id] = end
+        self.stats.finished += 1
+        self._leave(seq)
+
+    def _tick(self, t_s: float) -> None:
+        """Carry the queue integrals up to t_s."""
+        st = self.stats
+        dt = t_s - st.last_s
+        if dt > 0:
+            st.waiting_s += len(self.waiting) * dt
+            st.running_s += len(self.running) * dt
+            st.last_s = t_s
+
+
+@dataclass(frozen=True, slots=True)
+class InstancePlan:
+    """What every instance of one plan shares: its iteration-time grid, KV block count and
+    scheduler settings (build once with `instance_plan`, then one `Instance` per replica)."""
+
+    steps: StepTimes
+    kv_blocks: int
+    engine: str
+    batch: int  # max_num_seqs / max_running_requests / max_batch_size
+    chunk: int  # max_num_batched_tokens / chunked_prefill_size / max_num_tokens
+
+    def instance(self, table: RequestTable, index: int = 0, role: Role = "colocated") -> Instance:
+        """One replica. With pp stages the engine keeps pp scheduled batches in flight, each
+        within the token budget (vLLM v1's batch queue of `max_concurrent_batches` = pp,
+        vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
+        to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
+        policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
+        return Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
+
+
+def instance_plan(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: EngineParams, engine_name: str,
+                  batch: int, chunk: int, max_context: int) -> InstancePlan:
+    """The shared parts of instances of `plan` (one row): the step-time grid up to `batch`
+    sequences, `chunk` tokens per iteration and `max_context` tokens of context; the KV blocks
+    left after a forward pass of `chunk` tokens, in the engine's block size."""
+    steps = StepTimes.build(arch, hw, plan, engine, Limits(batch, chunk, max_context))
+    block = make_policy(engine_name).block_tokens
+    kv = KVCache.for_plan(arch, hw, plan, engine, chunk, block)
+    return InstancePlan(steps, kv.total, engine_name, int(batch), int(chunk))

@@ -1,0 +1,85 @@
+"""TensorRT-LLM's batch manager: `SimpleScheduler` = a capacity scheduler, then a micro-batch
+scheduler (tensorrt_llm/_torch/pyexecutor/scheduler.py at commit 034fffb, `BindCapacityScheduler`
+defaulting to `GUARANTEED_NO_EVICT`, `PyMicroBatchScheduler`; the C++ ones they bind,
+cpp/tensorrt_llm/batch_manager/capacityScheduler.cpp and microBatchScheduler.cpp).
+
+Followed:
+- capacity scheduler, `GUARANTEED_NO_EVICT` (the default `CapacitySchedulerPolicy`): requests
+  in flight keep running; a new request is admitted, FCFS, only if the KV blocks of its whole
+  prompt + max new tokens fit next to the same full reservation of every request in flight, and
+  fewer than `max_batch_size` are in flight; nothing is ever evicted;
+- micro-batch scheduler: in-flight batching under `max_num_tokens` per iteration; generation
+  requests first, one token each, then context requests FCFS (`FIRST_COME_FIRST_SERVED`
+  chunking) in the rest; with context chunking
+  (`enable_chunked_prefill`) a context that does not fit is cut to a multiple of the KV block
+  (`tokens_per_block` 32, `KvCacheConfig`, tensorrt_llm/llmapi/llm_args.py), without it a
+  context waits until it fits whole (one longer than `max_num_tokens` is chunked anyway).
+
+Defaults: `max_batch_size` 2048 and `max_num_tokens` 8192 (tensorrt_llm/llmapi/llm_args.py);
+chunking on here, as the planner's colocated plans assume (a plan's batch and chunk set them).
+"""
+
+from __future__ import annotations
+
+from solver.replay.schedulers.base import Batch, Policy, Seq
+
+
+class TrtllmScheduler(Policy):
+    name = "trtllm"
+
+    def __init__(self, max_batch_size: int = 2048, max_num_tokens: int = 8192, block_tokens: int = 32,
+                 chunked: bool = True) -> None:
+        self.max_seqs = int(max_batch_size)
+        self.max_tokens = int(max_num_tokens)
+        self.block_tokens = int(block_tokens)
+        self.chunked = bool(chunked)
+        self.reserved = 0  # blocks reserved for every request in flight (prompt + output)
+
+    def _chunk(self, need: int, budget: int) -> int:
+        """Tokens of a context that go into this iteration (0: it waits)."""
+        if need <= budget:
+            return need
+        if not self.chunked and need <= self.max_tokens:
+            return 0
+        return budget // self.block_tokens * self.block_tokens
+
+    def schedule(self, inst) -> Batch:
+        kv = inst.kv
+        batch = Batch()
+        budget = self.max_tokens
+        if kv.n_dec:  # reservations make this always fit
+            batch.decode = True
+            budget -= kv.n_dec
+        for seq in list(inst.prefilling):
+            new = self._chunk(seq.target - seq.computed, budget)
+            if new > 0 and kv.grow(seq, seq.computed + new):
+                batch.prefill.append((seq, new))
+                budget -= new
+        waiting = inst.waiting
+        while waiting and len(inst.running) < self.max_seqs:
+            seq = waiting[0]
+            full = kv.blocks_for(seq.prompt + seq.output)
+            if self.reserved + full > kv.total:
+                break
+            ready = seq.target - seq.computed == 1 and seq.generated >= 1  # holds its KV (decode role)
+            new = 1 if ready else self._chunk(seq.target - seq.computed, budget)
+            if new <= 0 or not kv.grow(seq, seq.computed + new):
+                break
+            inst.admit(seq)
+            seq.reserved = full
+            self.reserved += full
+            if ready:
+                inst.join_decoders(seq)
+                batch.decode = True
+            else:
+                batch.prefill.append((seq, new))
+            budget -= new
+        batch.stable = batch.decode and not batch.prefill
+        return batch
+
+    def left(self, seq: Seq) -> None:
+        self.reserved -= seq.reserved
+        seq.reserved = 0
+
+    def preempted(self, inst, seq: Seq) -> None:
+        self.left(seq)

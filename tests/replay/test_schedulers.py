@@ -1,0 +1,177 @@
+"""Each engine's batch choice on a hand-made state."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.replay.schedulers import SglangScheduler, TrtllmScheduler, VllmScheduler, make_policy
+from solver.replay.schedulers.base import Seq
+from tests.replay.steps_stub import instance
+
+
+def _decoder(inst, rid, prompt, output, generated=1):
+    """A running request past its prompt, decoding."""
+    s = Seq(rid, prompt, output, computed=prompt + generated - 1, generated=generated)
+    inst.waiting.append(s)
+    inst.admit(s)
+    assert inst.kv.grow(s, s.computed)
+    inst.join_decoders(s)
+    return s
+
+
+def _prefilling(inst, rid, prompt, output, computed):
+    """A running request part way through its prompt (chunked prefill)."""
+    s = Seq(rid, prompt, output, computed=computed)
+    inst.waiting.append(s)
+    inst.admit(s)
+    assert inst.kv.grow(s, computed)
+    return s
+
+
+def _waiting(inst, rid, prompt, output):
+    s = Seq(rid, prompt, output)
+    inst.waiting.append(s)
+    return s
+
+
+def _table(inst, n):
+    inst.table.add([0.0] * n, 1, 1)
+
+
+def test_vllm_running_first_then_waiting_in_the_remaining_budget():
+    inst = instance(VllmScheduler(max_num_seqs=256, max_num_batched_tokens=8192), blocks=10_000)
+    _table(inst, 5)
+    _decoder(inst, 0, 100, 50)
+    _decoder(inst, 1, 200, 50)
+    p = _prefilling(inst, 2, 6000, 50, computed=1000)
+    w1, w2 = _waiting(inst, 3, 3000, 50), _waiting(inst, 4, 3000, 50)
+    batch = inst.policy.schedule(inst)
+    # budget 8192: 2 decode tokens, the running prompt's remaining 5000, then FCFS 3000 and a
+    # chunk of the last 190
+    assert batch.decode and inst.kv.n_dec == 2
+    assert [(s.id, c) for s, c in batch.prefill] == [(p.id, 5000), (w1.id, 3000), (w2.id, 190)]
+    assert not inst.waiting and not batch.stable and batch.preempted == 0
+
+
+def test_vllm_sequence_limit_and_kv_block_head_of_line():
+    inst = instance(VllmScheduler(max_num_seqs=2, max_num_batched_tokens=8192), blocks=10_000)
+    _table(inst, 3)
+    _decoder(inst, 0, 100, 50)
+    _waiting(inst, 1, 100, 50)
+    _waiting(inst, 2, 100, 50)
+    batch = inst.policy.schedule(inst)
+    assert [s.id for s, _ in batch.prefill] == [1] and len(inst.waiting) == 1  # max_num_seqs 2
+    inst2 = instance(VllmScheduler(256, 8192), blocks=10)
+    _table(inst2, 3)
+    _decoder(inst2, 0, 100, 50)  # 7 blocks of 16
+    _waiting(inst2, 1, 100, 50)  # needs 7: does not fit, and blocks the next one (FCFS)
+    _waiting(inst2, 2, 10, 50)
+    batch = inst2.policy.schedule(inst2)
+    assert batch.decode and not batch.prefill and batch.stable and len(inst2.waiting) == 2
+
+
+def test_vllm_preempts_the_last_admitted_by_recompute():
+    inst = instance(VllmScheduler(256, 8192), blocks=4)
+    _table(inst, 2)
+    a = _decoder(inst, 0, 31, 50)  # holds 32 tokens' slots: 2 blocks
+    b = _decoder(inst, 1, 31, 50)
+    inst.kv.step += 1  # one decode ran: each needs a third block now (33 tokens)
+    batch = inst.policy.schedule(inst)
+    assert batch.preempted == 1 and batch.decode and not batch.prefill  # no admissions this step
+    assert list(inst.waiting) == [b] and b.computed == 0 and b.generated == 2 and b.blocks == 0
+    assert inst.kv.n_dec == 1 and a.admit >= 0
+    assert inst.table.preemptions[1] == 1
+
+
+def test_sglang_prefill_first():
+    inst = instance(SglangScheduler(max_running_requests=64, chunked_prefill_size=8192), blocks=100_000)
+    _table(inst, 3)
+    _decoder(inst, 0, 100, 50)
+    _waiting(inst, 1, 3000, 50)
+    _waiting(inst, 2, 6000, 50)
+    batch = inst.policy.schedule(inst)
+    # a prefill batch alone (the decoder waits), the second prompt chunked to the 8192 budget
+    assert not batch.decode
+    assert [(s.id, c) for s, c in batch.prefill] == [(1, 3000), (2, 5192)]
+    # the chunked request goes first next time
+    for s, c in batch.prefill:
+        s.computed += c
+    inst.prefilling.remove(batch.prefill[0][0])
+    batch = inst.policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(2, 808)]
+
+
+def test_sglang_new_token_ratio_holds_back_admission_until_it_decays():
+    # 1000 token slots; a decoder of prompt 100 (holds 101), 499 tokens still to generate;
+    # a waiting prompt of 300 with 300 to generate needs 300 + 300 <= free - 499 x ratio
+    policy = SglangScheduler(64, 8192)
+    inst = instance(policy, blocks=1000)
+    _table(inst, 2)
+    _decoder(inst, 0, 100, 500)
+    _waiting(inst, 1, 300, 300)
+    assert inst.kv.free == 899
+    assert policy.ratio == pytest.approx(0.7)  # 899 - 349.3 = 549.7 < 600
+    batch = policy.schedule(inst)
+    assert batch.decode and not batch.prefill
+    assert policy.stretch_limit(inst) == 1  # the ratio may admit it at the next step
+    policy.decoded(300)  # 0.7 - 300 x (0.7 - 0.098) / 600 = 0.399: 899 - 199.1 = 699.9 >= 600
+    assert policy.ratio == pytest.approx(0.7 - 300 * (0.7 - 0.098) / 600)
+    batch = policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(1, 300)] and not batch.decode
+    policy.decoded(10_000)
+    assert policy.ratio == pytest.approx(0.7 * 0.14)
+
+
+def test_sglang_retracts_the_request_with_the_fewest_output_tokens():
+    policy = SglangScheduler(64, 8192)
+    inst = instance(policy, blocks=230)
+    _table(inst, 2)
+    a = _decoder(inst, 0, 100, 200, generated=10)  # 110 slots
+    b = _decoder(inst, 1, 110, 200, generated=5)  # 115 slots
+    inst.kv.step += 3  # 116 + 118 = 234 > 230 for the next step
+    batch = policy.schedule(inst)
+    assert batch.preempted == 1 and list(inst.waiting) == [b] and a.offset is not None
+    # ratio = min(1, (decoded + 20 x running) / (sum of max_new_tokens + 1)) over the rest
+    assert policy.ratio == pytest.approx((13 + 20) / 201)
+
+
+def test_trtllm_guaranteed_no_evict_reserves_every_requests_full_length():
+    # 10 blocks of 32 tokens; running: 64 + 128 tokens reserved (6 blocks) though it holds 3
+    policy = TrtllmScheduler(max_batch_size=64, max_num_tokens=8192)
+    inst = instance(policy, blocks=10)
+    _table(inst, 3)
+    w0 = _waiting(inst, 0, 64, 128)
+    batch = policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(0, 64)] and policy.reserved == 6
+    w0.computed, w0.generated = 64, 1
+    inst.prefilling.remove(w0)
+    inst.join_decoders(w0)
+    _waiting(inst, 1, 64, 64)  # 4 blocks: 6 + 4 fits
+    _waiting(inst, 2, 32, 32)  # 2 more would not: waits although only 3 + 2 blocks are in use
+    batch = policy.schedule(inst)
+    assert batch.decode and [(s.id, c) for s, c in batch.prefill] == [(1, 64)]
+    assert policy.reserved == 10 and [s.id for s in inst.waiting] == [2]
+    assert inst.kv.free > 2  # the blocks are there; the reservation holds it back
+    policy.left(w0)
+    assert policy.reserved == 4
+
+
+def test_trtllm_chunks_in_block_multiples_and_waits_unchunked():
+    policy = TrtllmScheduler(64, 1000, chunked=True)
+    assert policy._chunk(1500, 1000) == 992  # 31 blocks of 32
+    assert policy._chunk(600, 1000) == 600
+    unchunked = TrtllmScheduler(64, 1000, chunked=False)
+    assert unchunked._chunk(800, 500) == 0  # waits for an iteration with room for all of it
+    assert unchunked._chunk(1500, 1000) == 992  # longer than the budget: chunked anyway
+
+
+def test_make_policy_sets_the_planned_batch_and_chunk():
+    p = make_policy("vllm", batch=128, chunk=4096)
+    assert (p.max_seqs, p.max_tokens, p.block_tokens) == (128, 4096, 16)
+    d = make_policy("sglang")
+    assert (d.max_tokens, d.block_tokens) == (8192, 1)
+    t = make_policy("trtllm")
+    assert (t.max_seqs, t.max_tokens, t.block_tokens) == (2048, 8192, 32)
+    assert make_policy("vllm").max_seqs == 1024
+    with pytest.raises(ValueError, match="no scheduler"):
+        make_policy("tgi")
