@@ -4,14 +4,14 @@ Inside a pool (identical instances) a `Router` picks one instance per request fr
 instances' load snapshots, the way the serving stacks' routers do:
 
 - `round_robin`: the next instance in turn, blind to load (NVIDIA Dynamo's frontend
-  `--router-mode round-robin`, ai-dynamo/dynamo docs/router/kv_cache_routing.md);
+  `--router-mode round-robin`, ai-dynamo/dynamo/docs/router/kv_cache_routing.md);
 - `least_queue`: the instance with the fewest waiting requests, then the fewest running (llm-d's
   queue scorer: score (max - queue) / (max - min) over `WaitingQueueSize`, llm-d-router v0.11.0
   scorer README; the highest score wins);
 - `least_kv`: the instance with the lowest KV cache use (llm-d's kv-cache-utilization scorer,
   score 1 - `KVCacheUsagePercent`; Dynamo's `--router-mode kv` with
-  `--kv-overlap-score-weight 0` is the same pure load balancing over active KV blocks, its design
-  doc docs/design_docs/router_design.md).
+  `--kv-overlap-score-weight 0` is the same pure load balancing over active KV blocks,
+  ai-dynamo/dynamo/docs/design_docs/router_design.md).
 
 Ties go to the lowest instance index, so a replay is deterministic. A router that places a
 burst of requests (submitted at the same instant) counts its own placements on top of the

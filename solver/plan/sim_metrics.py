@@ -1,0 +1,113 @@
+"""Summaries of a replay's request table per service and per pool (the `fleetplan simulate`
+document, solver/schema/simulation.py).
+
+Over the measured requests of a group (the source's measurement window): latency percentiles,
+throughput over the window (first measured arrival to last measured finish), goodput (share of
+requests whose TTFT and TPOT are each within the service's per-request bound: the p99 bound,
+or the p50 bound when the SLO gives no p99, in the spirit of DistServe's goodput, Zhong et al.
+2024, section 2), queueing (waiting requests: time average by Little's law, and the most at
+once), preemptions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solver.replay.requests import RequestTable
+from solver.schema.pool import Pool as PoolDoc
+from solver.schema.result import ServiceResult, SloBounds
+from solver.schema.simulation import Percentiles, ReplayMetrics, SimulatedPool, SimulatedService, SloCheck
+
+
+def percentiles(values_s: np.ndarray) -> Percentiles:
+    """p50 / p90 / p99 / mean in ms of finite values in seconds (numpy's linear percentiles)."""
+    v = np.asarray(values_s, dtype=float)
+    v = v[np.isfinite(v)] * 1e3
+    if len(v) == 0:
+        return Percentiles(p50=None, p90=None, p99=None, mean=None)
+    q = np.percentile(v, [50, 90, 99])
+    return Percentiles(p50=round(float(q[0]), 4), p90=round(float(q[1]), 4), p99=round(float(q[2]), 4),
+                       mean=round(float(v.mean()), 4))
+
+
+def tpot_s(table: RequestTable, ids: np.ndarray) -> np.ndarray:
+    """Per request: (last token - first token) / (output tokens - 1); NaN for one-token answers."""
+    out = table.output_tokens[ids].astype(float)
+    gap = table.finish_s[ids] - table.first_token_s[ids]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(out > 1, gap / np.maximum(out - 1.0, 1.0), np.nan)
+
+
+def _bound(p50: float | None, p99: float | None) -> float:
+    b = p99 if p99 is not None else p50
+    return np.inf if b is None else b * 1e-3
+
+
+def _queue(arrive: np.ndarray, start: np.ndarray, lo: float, hi: float) -> tuple[float, int]:
+    """Requests waiting: time average over [lo, hi] and the most at once."""
+    if len(arrive) == 0 or hi <= lo:
+        return 0.0, 0
+    start = np.minimum(start, hi)
+    mean = float(np.sum(np.clip(start, lo, hi) - np.clip(arrive, lo, hi)) / (hi - lo))
+    t = np.concatenate([arrive, start])
+    d = np.concatenate([np.ones(len(arrive)), -np.ones(len(start))])
+    order = np.lexsort((d, t))  # at one instant, starts before arrivals
+    return round(mean, 4), int(np.cumsum(d[order]).max(initial=0))
+
+
+def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple[float, float] | None = None
+            ) -> ReplayMetrics:
+    """The metrics of the requests `mask` selects (measured ones only)."""
+    ids = np.flatnonzero(mask & table.measured)
+    done = ids[np.isfinite(table.finish_s[ids])]
+    arr = table.arrival_s[done]
+    lo = float(table.arrival_s[ids].min()) if len(ids) else 0.0
+    hi = float(table.finish_s[done].max()) if len(done) else lo
+    window = max(hi - lo, 0.0)
+    ttft = table.first_token_s[done] - arr
+    tpot = tpot_s(table, done)
+    good = (ttft <= _bound(slo.ttft_p50_ms, slo.ttft_p99_ms)) & ~(tpot > _bound(slo.tpot_p50_ms, slo.tpot_p99_ms))
+    has_slo = any(b is not None for b in (slo.ttft_p50_ms, slo.ttft_p99_ms, slo.tpot_p50_ms, slo.tpot_p99_ms))
+    rate = (lambda k: round(k / window, 6) if window > 0 else 0.0)
+    q_mean, q_max = _queue(table.arrival_s[ids], table.arrival_s[ids] + table.queued_s[ids], lo, hi)
+    return ReplayMetrics(
+        requests=len(done), unfinished=len(ids) - len(done), window_s=round(window, 6),
+        ttft_ms=percentiles(ttft), tpot_ms=percentiles(tpot), e2e_ms=percentiles(table.finish_s[done] - arr),
+        queued_ms=percentiles(table.queued_s[done]), throughput_qps=rate(len(done)),
+        output_tokens_per_s=rate(float(table.output_tokens[done].sum())),
+        goodput=round(float(good.mean()), 6) if has_slo and len(done) else None,
+        goodput_qps=rate(int(good.sum())) if has_slo else None,
+        queue_mean=q_mean, queue_max=q_max, preemptions=int(table.preemptions[ids].sum()),
+        kv_use_mean=None if kv_use is None else round(kv_use[0], 6),
+        kv_use_max=None if kv_use is None else round(kv_use[1], 6),
+    )
+
+
+def slo_checks(m: ReplayMetrics, slo: SloBounds) -> list[SloCheck]:
+    out = []
+    for metric, bound, got in (("ttft_p50_ms", slo.ttft_p50_ms, m.ttft_ms.p50), ("ttft_p99_ms", slo.ttft_p99_ms, m.ttft_ms.p99),
+                               ("tpot_p50_ms", slo.tpot_p50_ms, m.tpot_ms.p50), ("tpot_p99_ms", slo.tpot_p99_ms, m.tpot_ms.p99)):
+        if bound is not None:
+            out.append(SloCheck(metric=metric, bound_ms=bound, simulated_ms=got, met=got is not None and got <= bound))
+    return out
+
+
+def pool_doc(table: RequestTable, mask: np.ndarray, p: PoolDoc, slo: SloBounds,
+             kv_use: tuple[float, float] | None = None) -> SimulatedPool:
+    return SimulatedPool(
+        role=p.role, hardware=p.hardware, site=p.site, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, batch=p.batch,
+        chunk_tokens=p.chunk_tokens, instances=p.instances, planned_capacity_qps=p.capacity_qps,
+        planned_ttft_ms=p.predicted.ttft_ms, planned_tpot_ms=p.predicted.tpot_ms,
+        metrics=metrics(table, mask, slo, kv_use),
+    )
+
+
+def service_doc(table: RequestTable, mask: np.ndarray, sr: ServiceResult, slo: SloBounds, rate_scale: float,
+                pools: list[SimulatedPool]) -> SimulatedService:
+    m = metrics(table, mask, slo)
+    checks = slo_checks(m, slo)
+    return SimulatedService(
+        name=sr.name, model=sr.model, runtime=sr.runtime, demand_qps=sr.demand_qps,
+        offered_qps=round(sr.demand_qps * rate_scale, 6), slo=slo, slo_checks=checks,
+        meets_slo=all(c.met for c in checks), metrics=m, pools=pools,
+    )
