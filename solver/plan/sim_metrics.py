@@ -30,6 +30,13 @@ def percentiles(values_s: np.ndarray) -> Percentiles:
                        mean=round(float(v.mean()), 4))
 
 
+def quantiles(values_s: np.ndarray) -> list[float] | None:
+    """The 0th..100th percentiles in ms (101 points) of finite values in seconds; None: none."""
+    v = np.asarray(values_s, dtype=float)
+    v = v[np.isfinite(v)] * 1e3
+    return None if len(v) == 0 else [round(float(x), 3) for x in np.percentile(v, np.arange(101))]
+
+
 def tpot_s(table: RequestTable, ids: np.ndarray) -> np.ndarray:
     """Per request: (last token - first token) / (output tokens - 1); NaN for one-token answers."""
     out = table.output_tokens[ids].astype(float)
@@ -55,9 +62,9 @@ def _queue(arrive: np.ndarray, start: np.ndarray, lo: float, hi: float) -> tuple
     return round(mean, 4), int(np.cumsum(d[order]).max(initial=0))
 
 
-def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple[float, float] | None = None
-            ) -> ReplayMetrics:
-    """The metrics of the requests `mask` selects (measured ones only)."""
+def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple[float, float] | None = None,
+            cdf: bool = False) -> ReplayMetrics:
+    """The metrics of the requests `mask` selects (measured ones only); `cdf`: with quantiles."""
     ids = np.flatnonzero(mask & table.measured)
     done = ids[np.isfinite(table.finish_s[ids])]
     arr = table.arrival_s[done]
@@ -80,6 +87,7 @@ def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple
         queue_mean=q_mean, queue_max=q_max, preemptions=int(table.preemptions[ids].sum()),
         kv_use_mean=None if kv_use is None else round(kv_use[0], 6),
         kv_use_max=None if kv_use is None else round(kv_use[1], 6),
+        ttft_quantiles_ms=quantiles(ttft) if cdf else None, tpot_quantiles_ms=quantiles(tpot) if cdf else None,
     )
 
 
@@ -98,7 +106,7 @@ def pool_doc(table: RequestTable, mask: np.ndarray, p: PoolDoc, slo: SloBounds,
         role=p.role, hardware=p.hardware, site=p.site, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, batch=p.batch,
         chunk_tokens=p.chunk_tokens, instances=p.instances, planned_capacity_qps=p.capacity_qps,
         planned_ttft_ms=p.predicted.ttft_ms, planned_tpot_ms=p.predicted.tpot_ms,
-        metrics=metrics(table, mask, slo, kv_use),
+        metrics=metrics(table, mask, slo, kv_use, cdf=True),
     )
 
 

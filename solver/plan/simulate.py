@@ -35,18 +35,17 @@ from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
+from solver.plan.sim_instances import InstanceMaker
 from solver.plan.sim_metrics import pool_doc, service_doc
+from solver.plan.sim_sources import DEFAULT_REQUESTS, parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
+from solver.replay.fleet_source import FleetSource
 from solver.replay.loop import run
-from solver.replay.merge import MergedSource
 from solver.replay.requests import RequestTable, Server, Source
 from solver.schema.pool import Pool as PoolDoc
 from solver.schema.result import PlanResult, ServiceResult
 from solver.schema.simulation import SimulationResult
-
-MAX_REQUESTS = 1_000_000  # per service: the replay keeps every request in memory
-DEFAULT_REQUESTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -75,21 +74,17 @@ MakeInstance = Callable[[PoolSpec, RequestTable, int], Server]  # (spec, table, 
 MakeSource = Callable[[ResolvedProblem, int, float, SimulateOptions, int], Source]  # (rp, si, qps, opts, seed)
 
 
-def _default_instance(spec: PoolSpec, table: RequestTable, index: int) -> Server:
-    from solver.replay.instance import Instance
-
-    return Instance.for_pool(spec, table, index)  # the engine instance (solver/replay/instance.py)
-
-
 def _default_source(rp: ResolvedProblem, si: int, qps: float, opts: SimulateOptions, seed: int) -> Source:
-    from solver.replay.sources import for_service
-
-    return for_service(rp, si, qps, opts.arrival, opts.requests, seed)
+    try:
+        arrival = parse_arrival(opts.arrival)
+    except ValueError as exc:
+        raise InputError(f"--arrival: {exc}") from None
+    return service_source(rp, si, qps, arrival, opts.requests, seed, opts.rate_scale)
 
 
 @dataclass
 class Makers:
-    make_instance: MakeInstance = _default_instance
+    make_instance: MakeInstance = field(default_factory=InstanceMaker)
     make_source: MakeSource = _default_source
 
 
@@ -99,7 +94,7 @@ class _Built:
 
     rp: ResolvedProblem
     hw: HardwareTable
-    merged: MergedSource
+    merged: FleetSource
     tags: Tags
     pools: list[tuple[int, PoolDoc]] = field(default_factory=list)  # (plan service index, pool doc)
 
@@ -194,7 +189,7 @@ def simulate(rp: ResolvedProblem, doc: PlanResult, opts: SimulateOptions = Simul
     sources = [makers.make_source(rp, si, sr.demand_qps * opts.rate_scale, opts, opts.seed + 7919 * k)
                for k, (si, sr) in enumerate(zip(order, doc.services))]
     tags = Tags()
-    merged = MergedSource(sources, tags, on_finished=on_finished)
+    merged = FleetSource(sources, tags, on_finished=on_finished)
     b = _Built(rp, _hardware(rp), merged, tags)
     servers = [_service(b, makers, k, si, sr, opts) for k, (si, sr) in enumerate(zip(order, doc.services))]
     fleet = Fleet(merged.table, servers, tags)

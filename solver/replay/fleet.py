@@ -14,7 +14,7 @@ drives an instance, a pool or the whole fleet alike:
 - `Split`: a service's targets (each colocated pool, the disaggregated part) in proportion to
   their planned capacity (`Splitter`);
 - `Fleet`: every service; a request goes to its service's server (the `service` tag that
-  `MergedSource` writes).
+  `FleetSource` writes).
 
 A composite keeps every child's next event time and refreshes only the children it touched
 (a child's next event changes only when it is submitted to or advanced), so its
@@ -42,7 +42,7 @@ from solver.replay.router import Load, Router, Splitter
 class Tags:
     """Per-request labels, growable, ids = request table rows: `service`, `pool` (the pool that
     served it: colocated, or decode), `prefill_pool` (-1: none), `local` (its id in its
-    service's own table, `MergedSource`); floats `ttft_s` and
+    service's own table, `FleetSource`); floats `ttft_s` and
     `prefill_queued_s` (a disaggregated request's TTFT and prefill queueing, kept here so that
     the decode instance cannot overwrite them)."""
 

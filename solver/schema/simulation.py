@@ -28,7 +28,7 @@ class Percentiles(Strict):
 class ReplayMetrics(Doc):
     """What a group of requests (a service's, a pool's) saw in the replay."""
 
-    _omit_when_none = frozenset({"kv_use_mean", "kv_use_max"})
+    _omit_when_none = frozenset({"kv_use_mean", "kv_use_max", "ttft_quantiles_ms", "tpot_quantiles_ms"})
 
     requests: int = Field(description="requests measured (inside the window) and finished")
     unfinished: int = Field(description="measured requests that never finished (the replay ended)")
@@ -47,6 +47,9 @@ class ReplayMetrics(Doc):
     preemptions: int
     kv_use_mean: float | None = Field(None, description="KV blocks in use / blocks, time average, [0, 1]")
     kv_use_max: float | None = None
+    ttft_quantiles_ms: list[float] | None = Field(
+        None, description="pools: TTFT at the 0th, 1st, ..., 100th percentile (the CDF the plot draws)")
+    tpot_quantiles_ms: list[float] | None = None
 
 
 class SloCheck(Strict):

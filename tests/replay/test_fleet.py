@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
 from solver.replay.loop import run
-from solver.replay.merge import MergedSource
+from solver.replay.fleet_source import FleetSource
 from solver.replay.router import Load, Router, Splitter
 from tests.support.replay_fakes import FifoServer, FixedSource
 
@@ -137,7 +137,7 @@ def _fleet(seed: int, n: int = 200):
     srcs = [FixedSource(np.cumsum(rng.exponential(0.05, n)), rng.integers(10, 500, n), 8),
             FixedSource(np.cumsum(rng.exponential(0.2, n)), rng.integers(10, 500, n), 8)]
     tags = Tags()
-    merged = MergedSource(srcs, tags)
+    merged = FleetSource(srcs, tags)
     t = merged.table
     a = Split(t, [Pool(t, [FifoServer(t, 0.08, index=i) for i in range(2)], "least_queue", 0, tags),
                   Pool(t, [FifoServer(t, 0.08, index=2)], "least_kv", 1, tags)], [2.0, 1.0])

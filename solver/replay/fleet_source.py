@@ -1,10 +1,14 @@
 """One source made of one source per service, for a fleet: its requests in one request table.
 
-Each service's source keeps its own table (its own ids); the merged source copies each request
+Each service's source keeps its own table (its own ids); the fleet source copies each request
 it hands out into the fleet's table (a new id there), tags it with its service
 (`Tags.service`, which `Fleet` routes by), and translates finished ids back, so a closed loop
 of one service reacts to its own requests only. `scatter_back()` copies the outcome columns
 into the services' tables when the replay is done, for metrics per service.
+
+(`solver.replay.sources.MergedSource` merges sources that already write to one shared
+table; this one takes sources as they come, each with its own table, so every source of the
+replay works in a fleet unchanged.)
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from solver.replay.requests import RequestTable, Source
 _OUTCOMES = ("first_token_s", "finish_s", "queued_s", "preemptions", "instance")
 
 
-class MergedSource:
+class FleetSource:
     """Sources of several services as one `Source` over `table` (the fleet's).
 
     `on_finished(k)`: called with the number of requests that finished (a progress bar)."""

@@ -1,0 +1,153 @@
+"""`fleetplan simulate`'s renderings of its document (solver/schema/simulation.py): the table,
+the JSON, the PNG of TTFT and TPOT CDFs per pool with the SLO bounds marked; and its progress
+bar on stderr (drawn only when stderr is a terminal)."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from solver.errors import InputError
+from solver.report.plots import _figure, _plain, require_matplotlib
+from solver.report.text import table
+from solver.schema.simulation import ReplayMetrics, SimulatedPool, SimulatedService, SimulationResult
+
+HEADERS = ("role", "hardware", "parallel", "inst", "reqs", "QPS", "TTFT p50", "p90", "p99",
+           "TPOT p50", "p90", "p99", "E2E p50", "p99", "good", "queue", "KV", "preempt")
+
+
+def to_json(doc: SimulationResult) -> str:
+    return doc.model_dump_json(indent=2) + "\n"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _row(role: str, hw: str, parallel: str, inst: int | None, m: ReplayMetrics) -> list[object]:
+    kv = "-" if m.kv_use_mean is None else f"{100 * m.kv_use_mean:.0f}%/{100 * (m.kv_use_max or 0):.0f}%"
+    return [role, hw, parallel, inst, m.requests, m.throughput_qps, m.ttft_ms.p50, m.ttft_ms.p90, m.ttft_ms.p99,
+            m.tpot_ms.p50, m.tpot_ms.p90, m.tpot_ms.p99, m.e2e_ms.p50, m.e2e_ms.p99, _pct(m.goodput),
+            f"{m.queue_mean:.1f}/{m.queue_max}", kv, m.preemptions]
+
+
+def _parallel(p: SimulatedPool) -> str:
+    extra = "".join(f" {k}{v}" for k, v in (("ep", p.ep), ("dp", p.dp)) if v > 1)
+    return f"tp{p.tp} pp{p.pp}{extra}" + (f" c{p.chunk_tokens}" if p.chunk_tokens else "")
+
+
+LABELS = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50", "tpot_p99_ms": "TPOT p99"}
+
+
+def _checks(s: SimulatedService) -> str:
+    parts = [f"{LABELS[c.metric]} {'-' if c.simulated_ms is None else f'{c.simulated_ms:,.0f}'}/{c.bound_ms:,.4g}"
+             f"{'' if c.met else ' MISSED'}" for c in s.slo_checks]
+    return "; ".join(parts) if parts else "no SLO bounds"
+
+
+def service_text(s: SimulatedService) -> str:
+    m = s.metrics
+    head = (f"service '{s.name}' ({s.model}, {s.runtime}): offered {s.offered_qps:,.4g} QPS, served "
+            f"{m.throughput_qps:,.4g} QPS over {m.window_s:,.1f} s; goodput {_pct(m.goodput)}; "
+            f"SLO {'met' if s.meets_slo else 'MISSED'} ({_checks(s)})")
+    if m.unfinished:
+        head += f"; {m.unfinished} requests unfinished"
+    rows = [_row("service", "-", "-", None, m)]
+    rows += [_row(p.role, p.hardware + (f"@{p.site}" if p.site else ""), _parallel(p), p.instances, p.metrics)
+             for p in s.pools]
+    return head + "\n" + table(HEADERS, rows)
+
+
+def simulate_text(doc: SimulationResult) -> str:
+    wall = "" if doc.wall_s is None else f", {doc.wall_s:.2f} s wall"
+    head = (f"{doc.problem}: replay of the {doc.plan_status} plan (${doc.cost_per_hour:,.2f}/hour): {doc.arrival} "
+            f"arrivals at {doc.rate_scale:g} x demand, {doc.requests_per_service:,} requests per service, seed "
+            f"{doc.seed}, router {doc.router}; {doc.simulated_s:,.1f} s simulated, {doc.events:,} events{wall}")
+    body = "\n\n".join(service_text(s) for s in doc.services)
+    foot = ("latencies in ms over the measured requests; good: share of requests within every per-request "
+            "bound (p99, else p50); queue: waiting requests mean/max; KV: blocks in use mean/peak")
+    return f"{head}\n\n{body}\n\n{foot}\n"
+
+
+# ---- the plot ----------------------------------------------------------------------------------
+
+
+def _cdf(ax, q: list[float] | None, label: str) -> None:
+    if q:
+        ax.plot(q, [i / 100 for i in range(len(q))], label=_plain(label), linewidth=1.4)
+
+
+def _bounds(ax, p50: float | None, p99: float | None) -> None:
+    for b, y, ls in ((p50, 0.5, "--"), (p99, 0.99, ":")):
+        if b is not None:
+            ax.axvline(b, color="tab:red", linestyle=ls, linewidth=1.0)
+            ax.plot([b], [y], marker="o", color="tab:red", markersize=4)
+
+
+def simulate_figure(doc: SimulationResult):
+    """One row per service: TTFT CDFs (left) and TPOT CDFs (right), a curve per pool; the SLO
+    bounds as red lines (dashed p50, dotted p99) with a dot at the quantile they bound."""
+    n = len(doc.services)
+    fig = _figure(11, 3.4 * n + 0.6)
+    for k, s in enumerate(doc.services):
+        for j, (metric, lo, hi) in enumerate((("ttft", s.slo.ttft_p50_ms, s.slo.ttft_p99_ms),
+                                             ("tpot", s.slo.tpot_p50_ms, s.slo.tpot_p99_ms))):
+            ax = fig.add_subplot(n, 2, 2 * k + j + 1)
+            for p in s.pools:
+                q = getattr(p.metrics, f"{metric}_quantiles_ms")
+                _cdf(ax, q, f"{p.role} {p.hardware} tp{p.tp} pp{p.pp} x{p.instances}")
+            _bounds(ax, lo, hi)
+            ax.set_title(_plain(f"{s.name}: {metric.upper()}"), fontsize=9)
+            ax.set_xlabel("ms", fontsize=8)
+            ax.set_ylabel("share of requests", fontsize=8)
+            ax.set_ylim(0, 1.01)
+            ax.grid(alpha=0.3)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="lower right")
+    fig.suptitle(_plain(f"{doc.problem}: replay, {doc.arrival} at {doc.rate_scale:g} x demand (seed {doc.seed})"),
+                 fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def simulate_png(doc: SimulationResult, path: str, flag: str = "--plot") -> None:
+    require_matplotlib(flag)
+    fig = simulate_figure(doc)
+    try:
+        fig.savefig(path, format="png", metadata={"Software": None})
+    except OSError as exc:
+        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+
+
+# ---- progress ----------------------------------------------------------------------------------
+
+
+class Progress:
+    """Requests finished out of `total`, a bar redrawn in place on a terminal (else nothing)."""
+
+    WIDTH = 28
+    REDRAW_S = 0.1
+
+    def __init__(self, total: int, stream: TextIO | None) -> None:
+        tty = stream is not None and bool(getattr(stream, "isatty", lambda: False)())
+        self.stream = stream if tty else None
+        self.total = max(total, 1)
+        self.done = 0
+        self._last = 0.0
+
+    def advance(self, k: int) -> None:
+        self.done += k
+        if self.stream is None:
+            return
+        now = time.monotonic()
+        if now - self._last >= self.REDRAW_S or self.done >= self.total:
+            self._last = now
+            filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
+            self.stream.write(f"\rsimulate [{'#' * filled}{'-' * (self.WIDTH - filled)}] "
+                              f"{self.done:,}/{self.total:,} requests\x1b[K")
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
