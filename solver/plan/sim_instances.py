@@ -7,8 +7,11 @@ batch, chunk). Each replica is a `solver.replay.instance.Instance` with:
 - the engine's scheduler (the problem's `software.engine`, vLLM when none is named) with the
   plan's operating point as its limits: colocated, `batch` running sequences and a token budget
   of the plan's `chunk_tokens` per iteration (decode tokens inside it, as vLLM's
-  `max_num_batched_tokens` counts them); prefill, `batch` prompts per pass, the budget `batch` x
-  the service's p99 prompt; decode, `batch` sequences, one token each per iteration;
+  `max_num_batched_tokens` counts them); prefill, `batch` prompts per forward pass and, with
+  pipeline parallelism, `pp` passes in flight (the performance model's prefill role releases
+  one batch per stage time: solver/perf/runtime.py `prefill_role`), so `batch` x `pp` prompts
+  and a budget of that many p99 prompts; decode, `batch` sequences, one token each per
+  iteration;
 - a KV cache of the blocks the instance's memory holds after weights, activations of one
   iteration and the runtime reserve (`KVCache.for_plan`).
 """
@@ -34,6 +37,7 @@ def _budget(spec: PoolSpec) -> tuple[int, int, int]:
     if spec.pool.role == "colocated":
         return b, int(spec.chunk_tokens or 8192), context
     if spec.pool.role == "prefill":
+        b *= int(spec.pool.pp)
         return b, max(b * prompt, 1), context
     return b, b, context
 

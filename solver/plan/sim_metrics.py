@@ -1,15 +1,20 @@
 """Summaries of a replay's request table per service and per pool (the `fleetplan simulate`
 document, solver/schema/simulation.py).
 
-Over the measured requests of a group (the source's measurement window): latency percentiles,
-throughput over the window (first measured arrival to last measured finish), goodput (share of
+Over the measured requests of a group (the window: first measured arrival to last measured
+finish, as `vllm bench serve` and aiperf measure a run): latency percentiles, throughput as the
+steady completion rate ((n - 1) finishes over the span of the n finishes: at a load the fleet
+keeps up with, the arrival rate, whatever the ramp-up and drain of a short run), goodput (share of
 requests whose TTFT and TPOT are each within the service's per-request bound: the p99 bound,
 or the p50 bound when the SLO gives no p99, in the spirit of DistServe's goodput, Zhong et al.
 2024, section 2), queueing (waiting requests: time average by Little's law, and the most at
-once), preemptions.
+once), preemptions. A pool's queue and KV use come from its instances' running statistics
+(time averages over the whole replay) when they keep them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -62,9 +67,35 @@ def _queue(arrive: np.ndarray, start: np.ndarray, lo: float, hi: float) -> tuple
     return round(mean, 4), int(np.cumsum(d[order]).max(initial=0))
 
 
-def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple[float, float] | None = None,
+@dataclass(frozen=True)
+class PoolLoad:
+    """A pool's queue and KV use over the replay, from its instances' running statistics."""
+
+    queue_mean: float  # requests waiting, summed over the instances, time average
+    queue_max: int  # the most waiting at one instance
+    kv_use_mean: float | None  # blocks in use / blocks, time average over the pool
+    kv_use_max: float | None  # the highest at one instance (None: not tracked)
+
+
+def instance_load(instances, end_s: float) -> PoolLoad | None:
+    """From `stats` (waiting_s, max_waiting, kv_block_s; optionally max_kv_blocks) and `kv.total`
+    of each instance (solver.replay.instance.Instance); None when they do not keep them."""
+    stats = [getattr(i, "stats", None) for i in instances]
+    if end_s <= 0 or any(st is None or not hasattr(st, "waiting_s") for st in stats):
+        return None
+    totals = [float(getattr(getattr(i, "kv", None), "total", 0) or 0) for i in instances]
+    kv_mean = sum(st.kv_block_s for st in stats) / (sum(totals) * end_s) if sum(totals) > 0 else None
+    peaks = [getattr(st, "max_kv_blocks", None) for st in stats]
+    kv_max = None if None in peaks or 0 in totals else max(p / t for p, t in zip(peaks, totals))
+    return PoolLoad(sum(st.waiting_s for st in stats) / end_s, max(st.max_waiting for st in stats),
+                    kv_mean, kv_max)
+
+
+def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, load: PoolLoad | None = None,
             cdf: bool = False) -> ReplayMetrics:
-    """The metrics of the requests `mask` selects (measured ones only); `cdf`: with quantiles."""
+    """The metrics of the requests `mask` selects (measured ones only); `load`: the pool's queue
+    and KV use from its instances (else the queue of the requests' own waits); `cdf`: with
+    quantiles."""
     ids = np.flatnonzero(mask & table.measured)
     done = ids[np.isfinite(table.finish_s[ids])]
     arr = table.arrival_s[done]
@@ -75,8 +106,17 @@ def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple
     tpot = tpot_s(table, done)
     good = (ttft <= _bound(slo.ttft_p50_ms, slo.ttft_p99_ms)) & ~(tpot > _bound(slo.tpot_p50_ms, slo.tpot_p99_ms))
     has_slo = any(b is not None for b in (slo.ttft_p50_ms, slo.ttft_p99_ms, slo.tpot_p50_ms, slo.tpot_p99_ms))
-    rate = (lambda k: round(k / window, 6) if window > 0 else 0.0)
-    q_mean, q_max = _queue(table.arrival_s[ids], table.arrival_s[ids] + table.queued_s[ids], lo, hi)
+    fin = np.sort(table.finish_s[done])
+    span = float(fin[-1] - fin[0]) if len(fin) > 1 else 0.0
+    per = (len(fin) - 1) / len(fin) if len(fin) > 1 else 0.0  # n finishes span n - 1 gaps
+
+    def rate(k: float) -> float:
+        return round(k * per / span, 6) if span > 0 else 0.0
+
+    if load is None:
+        q_mean, q_max = _queue(table.arrival_s[ids], table.arrival_s[ids] + table.queued_s[ids], lo, hi)
+    else:
+        q_mean, q_max = round(load.queue_mean, 4), load.queue_max
     return ReplayMetrics(
         requests=len(done), unfinished=len(ids) - len(done), window_s=round(window, 6),
         ttft_ms=percentiles(ttft), tpot_ms=percentiles(tpot), e2e_ms=percentiles(table.finish_s[done] - arr),
@@ -85,8 +125,8 @@ def metrics(table: RequestTable, mask: np.ndarray, slo: SloBounds, kv_use: tuple
         goodput=round(float(good.mean()), 6) if has_slo and len(done) else None,
         goodput_qps=rate(int(good.sum())) if has_slo else None,
         queue_mean=q_mean, queue_max=q_max, preemptions=int(table.preemptions[ids].sum()),
-        kv_use_mean=None if kv_use is None else round(kv_use[0], 6),
-        kv_use_max=None if kv_use is None else round(kv_use[1], 6),
+        kv_use_mean=_r(None if load is None else load.kv_use_mean),
+        kv_use_max=_r(None if load is None else load.kv_use_max),
         ttft_quantiles_ms=quantiles(ttft) if cdf else None, tpot_quantiles_ms=quantiles(tpot) if cdf else None,
     )
 
@@ -100,13 +140,17 @@ def slo_checks(m: ReplayMetrics, slo: SloBounds) -> list[SloCheck]:
     return out
 
 
+def _r(x: float | None) -> float | None:
+    return None if x is None else round(float(x), 6)
+
+
 def pool_doc(table: RequestTable, mask: np.ndarray, p: PoolDoc, slo: SloBounds,
-             kv_use: tuple[float, float] | None = None) -> SimulatedPool:
+             load: PoolLoad | None = None) -> SimulatedPool:
     return SimulatedPool(
         role=p.role, hardware=p.hardware, site=p.site, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, batch=p.batch,
         chunk_tokens=p.chunk_tokens, instances=p.instances, planned_capacity_qps=p.capacity_qps,
         planned_ttft_ms=p.predicted.ttft_ms, planned_tpot_ms=p.predicted.tpot_ms,
-        metrics=metrics(table, mask, slo, kv_use, cdf=True),
+        metrics=metrics(table, mask, slo, load, cdf=True),
     )
 
 

@@ -36,7 +36,7 @@ from solver.perf import runtime as rt
 from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.plan.sim_instances import InstanceMaker
-from solver.plan.sim_metrics import pool_doc, service_doc
+from solver.plan.sim_metrics import instance_load, pool_doc, service_doc
 from solver.plan.sim_sources import DEFAULT_REQUESTS, parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
@@ -97,6 +97,7 @@ class _Built:
     merged: FleetSource
     tags: Tags
     pools: list[tuple[int, PoolDoc]] = field(default_factory=list)  # (plan service index, pool doc)
+    servers: list[Pool] = field(default_factory=list)  # the same pools as servers
 
 
 def _hardware(rp: ResolvedProblem) -> HardwareTable:
@@ -126,6 +127,7 @@ def _pool(b: _Built, makers: Makers, k: int, spec: PoolSpec, opts: SimulateOptio
     insts = [makers.make_instance(spec, table, i) for i in range(spec.pool.instances)]
     p = Pool(table, insts, opts.router, len(b.pools), b.tags, spec.pool.role)
     b.pools.append((k, spec.pool))
+    b.servers.append(p)
     return p
 
 
@@ -202,17 +204,19 @@ def _document(doc: PlanResult, opts: SimulateOptions, b: _Built, events: int, wa
     table, tags = b.merged.table, b.tags
     n = len(table)
     svc_of, pool_of, pre_of = (tags.get(k, n) for k in ("service", "pool", "prefill_pool"))
+    finite = table.finish_s[np.isfinite(table.finish_s)]
+    end_s = float(finite.max()) if len(finite) else 0.0
     services = []
     for k, sr in enumerate(doc.services):
         slo = sr.slo
         index = {id(pdoc): idx for idx, (owner, pdoc) in enumerate(b.pools) if owner == k}
-        pools = [pool_doc(table, (pre_of if p.role == "prefill" else pool_of) == index[id(p)], p, slo)
+        pools = [pool_doc(table, (pre_of if p.role == "prefill" else pool_of) == index[id(p)], p, slo,
+                          instance_load(b.servers[index[id(p)]].children, end_s))
                  for p in sr.pools]  # in the plan's order
         services.append(service_doc(table, svc_of == k, sr, slo, opts.rate_scale, pools))
-    finite = table.finish_s[np.isfinite(table.finish_s)]
     return SimulationResult(
         problem=doc.problem, plan_status=doc.status, cost_per_hour=doc.cost_per_hour, arrival=opts.arrival,
         rate_scale=opts.rate_scale, requests_per_service=opts.requests, seed=opts.seed, router=opts.router,
-        simulated_s=round(float(finite.max()) if len(finite) else 0.0, 6), events=events,
+        simulated_s=round(end_s, 6), events=events,
         wall_s=None if wall is None else round(wall, 3), services=services, fleetplan_version=__version__,
     )

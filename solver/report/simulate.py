@@ -25,7 +25,8 @@ def _pct(x: float | None) -> str:
 
 
 def _row(role: str, hw: str, parallel: str, inst: int | None, m: ReplayMetrics) -> list[object]:
-    kv = "-" if m.kv_use_mean is None else f"{100 * m.kv_use_mean:.0f}%/{100 * (m.kv_use_max or 0):.0f}%"
+    kv = "-" if m.kv_use_mean is None else f"{100 * m.kv_use_mean:.0f}%" + (
+        "" if m.kv_use_max is None else f"/{100 * m.kv_use_max:.0f}%")
     return [role, hw, parallel, inst, m.requests, m.throughput_qps, m.ttft_ms.p50, m.ttft_ms.p90, m.ttft_ms.p99,
             m.tpot_ms.p50, m.tpot_ms.p90, m.tpot_ms.p99, m.e2e_ms.p50, m.e2e_ms.p99, _pct(m.goodput),
             f"{m.queue_mean:.1f}/{m.queue_max}", kv, m.preemptions]

@@ -37,16 +37,18 @@ class ReplayMetrics(Doc):
     tpot_ms: Percentiles = Field(description="per request: (last token - first token) / (output tokens - 1)")
     e2e_ms: Percentiles
     queued_ms: Percentiles = Field(description="arrival to the first scheduled iteration")
-    throughput_qps: float = Field(description="finished requests per simulated second of the window")
-    output_tokens_per_s: float
+    throughput_qps: float = Field(description="the steady completion rate: (finished - 1) / (last finish - "
+                                  "first finish), free of the window's ramp-up and drain")
+    output_tokens_per_s: float = Field(description="output tokens per second at the same rate")
     goodput: float | None = Field(description="share of requests within every per-request bound of the SLO "
                                   "(each latency at most its p99 bound, or its p50 bound when no p99 is given)")
     goodput_qps: float | None
-    queue_mean: float = Field(description="requests waiting on average over the window (Little's law)")
-    queue_max: int = Field(description="most requests waiting at once")
+    queue_mean: float = Field(description="requests waiting on average: a service's over the window (from "
+                              "their waits, Little's law); a pool's summed over its instances, over the replay")
+    queue_max: int = Field(description="most requests waiting at once (a pool's: at one instance)")
     preemptions: int
-    kv_use_mean: float | None = Field(None, description="KV blocks in use / blocks, time average, [0, 1]")
-    kv_use_max: float | None = None
+    kv_use_mean: float | None = Field(None, description="pools: KV blocks in use / blocks, time average, [0, 1]")
+    kv_use_max: float | None = Field(None, description="pools: the peak share at one instance")
     ttft_quantiles_ms: list[float] | None = Field(
         None, description="pools: TTFT at the 0th, 1st, ..., 100th percentile (the CDF the plot draws)")
     tpot_quantiles_ms: list[float] | None = None

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
-from solver.replay.loop import run
 from solver.replay.fleet_source import FleetSource
+from solver.replay.loop import run
 from solver.replay.router import Load, Router, Splitter
 from tests.support.replay_fakes import FifoServer, FixedSource
 
