@@ -16,7 +16,7 @@ pools (solver/replay/fleet.py):
   pools (by capacity).
 
 Then the event loop runs the whole fleet (solver/replay/loop.py) and the request table is
-summarised per service and per pool (`solver/plan/sim_metrics.py`).
+summarised per service and per pool (solver/plan/sim_metrics.py).
 
 The engine instances and the request sources are made by `make_instance` and `make_source`
 (`Makers`), so that the fleet can be tested on stand-ins; the defaults are the replay's own.
@@ -36,7 +36,7 @@ from solver.perf import runtime as rt
 from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.plan.sim_instances import InstanceMaker
-from solver.plan.sim_metrics import instance_load, pool_doc, service_doc
+from solver.plan.sim_metrics import instance_stats, pool_doc, service_doc, service_window
 from solver.plan.sim_sources import DEFAULT_REQUESTS, parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
@@ -197,23 +197,26 @@ def simulate(rp: ResolvedProblem, doc: PlanResult, opts: SimulateOptions = Simul
     fleet = Fleet(merged.table, servers, tags)
     events = run(merged, fleet)
     merged.scatter_back()
-    return _document(doc, opts, b, events, time.perf_counter() - t0 if timings else None)
+    return _document(rp, order, doc, opts, b, events, time.perf_counter() - t0 if timings else None)
 
 
-def _document(doc: PlanResult, opts: SimulateOptions, b: _Built, events: int, wall: float | None):
+def _document(rp: ResolvedProblem, order: list[int], doc: PlanResult, opts: SimulateOptions, b: _Built,
+              events: int, wall: float | None) -> SimulationResult:
     table, tags = b.merged.table, b.tags
     n = len(table)
     svc_of, pool_of, pre_of = (tags.get(k, n) for k in ("service", "pool", "prefill_pool"))
     finite = table.finish_s[np.isfinite(table.finish_s)]
     end_s = float(finite.max()) if len(finite) else 0.0
     services = []
-    for k, sr in enumerate(doc.services):
-        slo = sr.slo
+    for k, (si, sr) in enumerate(zip(order, doc.services)):
+        slo = rp.problem.services[si].slo
+        mine = svc_of == k
+        window = service_window(table, mine)
         index = {id(pdoc): idx for idx, (owner, pdoc) in enumerate(b.pools) if owner == k}
-        pools = [pool_doc(table, (pre_of if p.role == "prefill" else pool_of) == index[id(p)], p, slo,
-                          instance_load(b.servers[index[id(p)]].children, end_s))
+        pools = [pool_doc(table, (pre_of if p.role == "prefill" else pool_of) == index[id(p)], p, sr.name, slo,
+                          window, instance_stats(b.servers[index[id(p)]].children, end_s))
                  for p in sr.pools]  # in the plan's order
-        services.append(service_doc(table, svc_of == k, sr, slo, opts.rate_scale, pools))
+        services.append(service_doc(table, mine, sr, slo, opts.rate_scale, window, pools))
     return SimulationResult(
         problem=doc.problem, plan_status=doc.status, cost_per_hour=doc.cost_per_hour, arrival=opts.arrival,
         rate_scale=opts.rate_scale, requests_per_service=opts.requests, seed=opts.seed, router=opts.router,

@@ -10,7 +10,8 @@ from typing import TextIO
 from solver.errors import InputError
 from solver.report.plots import _figure, _plain, require_matplotlib
 from solver.report.text import table
-from solver.schema.simulation import ReplayMetrics, SimulatedPool, SimulatedService, SimulationResult
+from solver.schema.replay import PoolReplay
+from solver.schema.simulation import SimulatedPool, SimulatedService, SimulationResult
 
 HEADERS = ("role", "hardware", "parallel", "inst", "reqs", "QPS", "TTFT p50", "p90", "p99",
            "TPOT p50", "p90", "p99", "E2E p50", "p99", "good", "queue", "KV", "preempt")
@@ -24,12 +25,20 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _row(role: str, hw: str, parallel: str, inst: int | None, m: ReplayMetrics) -> list[object]:
-    kv = "-" if m.kv_use_mean is None else f"{100 * m.kv_use_mean:.0f}%" + (
-        "" if m.kv_use_max is None else f"/{100 * m.kv_use_max:.0f}%")
-    return [role, hw, parallel, inst, m.requests, m.throughput_qps, m.ttft_ms.p50, m.ttft_ms.p90, m.ttft_ms.p99,
-            m.tpot_ms.p50, m.tpot_ms.p90, m.tpot_ms.p99, m.e2e_ms.p50, m.e2e_ms.p99, _pct(m.goodput),
-            f"{m.queue_mean:.1f}/{m.queue_max}", kv, m.preemptions]
+def _lat(st, q: str) -> float | None:
+    return None if st is None else getattr(st, f"{q}_ms")
+
+
+def _row(role: str, hw: str, parallel: str, inst: int | None, qps: float, r: PoolReplay) -> list[object]:
+    u = r.instances
+    queue = kv = "-"
+    if u is not None and u.mean_queue_len is not None:
+        queue = f"{u.mean_queue_len:.1f}" + ("" if u.max_queue_len is None else f"/{u.max_queue_len:.0f}")
+    if u is not None and u.mean_kv_use is not None:
+        kv = f"{100 * u.mean_kv_use:.0f}%" + ("" if u.max_kv_use is None else f"/{100 * u.max_kv_use:.0f}%")
+    return [role, hw, parallel, inst, r.requests, qps, _lat(r.ttft, "p50"), _lat(r.ttft, "p90"), _lat(r.ttft, "p99"),
+            _lat(r.tpot, "p50"), _lat(r.tpot, "p90"), _lat(r.tpot, "p99"), _lat(r.e2e, "p50"), _lat(r.e2e, "p99"),
+            _pct(r.goodput_share), queue, kv, r.preemptions]
 
 
 def _parallel(p: SimulatedPool) -> str:
@@ -37,25 +46,22 @@ def _parallel(p: SimulatedPool) -> str:
     return f"tp{p.tp} pp{p.pp}{extra}" + (f" c{p.chunk_tokens}" if p.chunk_tokens else "")
 
 
-LABELS = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50", "tpot_p99_ms": "TPOT p99"}
-
-
 def _checks(s: SimulatedService) -> str:
-    parts = [f"{LABELS[c.metric]} {'-' if c.simulated_ms is None else f'{c.simulated_ms:,.0f}'}/{c.bound_ms:,.4g}"
-             f"{'' if c.met else ' MISSED'}" for c in s.slo_checks]
+    parts = [f"{c.metric.upper()} {c.quantile} {'-' if c.simulated_ms is None else f'{c.simulated_ms:,.0f}'}"
+             f"/{c.bound_ms:,.0f}{'' if c.met else ' MISSED'}" for c in s.replay.slo]
     return "; ".join(parts) if parts else "no SLO bounds"
 
 
 def service_text(s: SimulatedService) -> str:
-    m = s.metrics
+    r = s.replay
     head = (f"service '{s.name}' ({s.model}, {s.runtime}): offered {s.offered_qps:,.4g} QPS, served "
-            f"{m.throughput_qps:,.4g} QPS over {m.window_s:,.1f} s; goodput {_pct(m.goodput)}; "
-            f"SLO {'met' if s.meets_slo else 'MISSED'} ({_checks(s)})")
-    if m.unfinished:
-        head += f"; {m.unfinished} requests unfinished"
-    rows = [_row("service", "-", "-", None, m)]
-    rows += [_row(p.role, p.hardware + (f"@{p.site}" if p.site else ""), _parallel(p), p.instances, p.metrics)
-             for p in s.pools]
+            f"{s.steady_qps:,.4g} QPS steady ({r.throughput_rps:,.4g} over the {r.window_s:,.1f} s window); "
+            f"goodput {_pct(r.goodput_share)}; SLO {'met' if s.meets_slo else 'MISSED'} ({_checks(s)})")
+    if r.unfinished:
+        head += f"; {r.unfinished} requests unfinished"
+    rows = [_row("service", "-", "-", None, s.steady_qps, r)]
+    rows += [_row(p.role, p.hardware + (f"@{p.site}" if p.site else ""), _parallel(p), p.instances, p.steady_qps,
+                  p.replay) for p in s.pools]
     return head + "\n" + table(HEADERS, rows)
 
 
@@ -65,8 +71,9 @@ def simulate_text(doc: SimulationResult) -> str:
             f"arrivals at {doc.rate_scale:g} x demand, {doc.requests_per_service:,} requests per service, seed "
             f"{doc.seed}, router {doc.router}; {doc.simulated_s:,.1f} s simulated, {doc.events:,} events{wall}")
     body = "\n\n".join(service_text(s) for s in doc.services)
-    foot = ("latencies in ms over the measured requests; good: share of requests within every per-request "
-            "bound (p99, else p50); queue: waiting requests mean/max; KV: blocks in use mean/peak")
+    foot = ("latencies in ms over the measured requests; QPS: steady completion rate; good: share of requests "
+            "within every per-request bound (p99, else p50); queue: requests waiting per instance, mean/max; "
+            "KV: share of KV blocks in use, mean")
     return f"{head}\n\n{body}\n\n{foot}\n"
 
 
@@ -79,9 +86,9 @@ def _cdf(ax, q: list[float] | None, label: str) -> None:
 
 
 def _bounds(ax, p50: float | None, p99: float | None) -> None:
-    for b, y, ls in ((p50, 0.5, "--"), (p99, 0.99, ":")):
+    for b, y, ls, q in ((p50, 0.5, "--", "p50"), (p99, 0.99, ":", "p99")):
         if b is not None:
-            ax.axvline(b, color="tab:red", linestyle=ls, linewidth=1.0)
+            ax.axvline(b, color="tab:red", linestyle=ls, linewidth=1.0, label=f"SLO {q} bound")
             ax.plot([b], [y], marker="o", color="tab:red", markersize=4)
 
 
@@ -95,7 +102,7 @@ def simulate_figure(doc: SimulationResult):
                                              ("tpot", s.slo.tpot_p50_ms, s.slo.tpot_p99_ms))):
             ax = fig.add_subplot(n, 2, 2 * k + j + 1)
             for p in s.pools:
-                q = getattr(p.metrics, f"{metric}_quantiles_ms")
+                q = getattr(p, f"{metric}_quantiles_ms")
                 _cdf(ax, q, f"{p.role} {p.hardware} tp{p.tp} pp{p.pp} x{p.instances}")
             _bounds(ax, lo, hi)
             ax.set_title(_plain(f"{s.name}: {metric.upper()}"), fontsize=9)

@@ -1,8 +1,9 @@
 """The result of `fleetplan simulate`: a planned fleet replayed request by request.
 
-Per service and per pool: latency percentiles (TTFT, TPOT, end to end), throughput, goodput,
-queueing, KV use and preemptions, over the requests inside the measurement window; and the
-service's SLO bounds with whether the simulated percentiles meet them.
+Per service and per pool the replay's measurements (`replay`, solver/schema/replay.py: latency
+percentiles of TTFT, TPOT and end to end, throughput, goodput, queueing, KV use, preemptions,
+the SLO checks), next to what the plan predicted; the pools' TTFT and TPOT quantiles (the CDFs
+`--plot` draws).
 """
 
 from __future__ import annotations
@@ -13,58 +14,12 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.pool import Doc, Role
+from solver.schema.replay import PoolReplay
 from solver.schema.result import SloBounds
 
 
-class Percentiles(Strict):
-    """A latency's distribution over requests, in ms (None: no request has it)."""
-
-    p50: float | None
-    p90: float | None
-    p99: float | None
-    mean: float | None
-
-
-class ReplayMetrics(Doc):
-    """What a group of requests (a service's, a pool's) saw in the replay."""
-
-    _omit_when_none = frozenset({"kv_use_mean", "kv_use_max", "ttft_quantiles_ms", "tpot_quantiles_ms"})
-
-    requests: int = Field(description="requests measured (inside the window) and finished")
-    unfinished: int = Field(description="measured requests that never finished (the replay ended)")
-    window_s: float = Field(description="first measured arrival to last measured finish, simulated s")
-    ttft_ms: Percentiles
-    tpot_ms: Percentiles = Field(description="per request: (last token - first token) / (output tokens - 1)")
-    e2e_ms: Percentiles
-    queued_ms: Percentiles = Field(description="arrival to the first scheduled iteration")
-    throughput_qps: float = Field(description="the steady completion rate: (finished - 1) / (last finish - "
-                                  "first finish), free of the window's ramp-up and drain")
-    output_tokens_per_s: float = Field(description="output tokens per second at the same rate")
-    goodput: float | None = Field(description="share of requests within every per-request bound of the SLO "
-                                  "(each latency at most its p99 bound, or its p50 bound when no p99 is given)")
-    goodput_qps: float | None
-    queue_mean: float = Field(description="requests waiting on average: a service's over the window (from "
-                              "their waits, Little's law); a pool's summed over its instances, over the replay")
-    queue_max: int = Field(description="most requests waiting at once (a pool's: at one instance)")
-    preemptions: int
-    kv_use_mean: float | None = Field(None, description="pools: KV blocks in use / blocks, time average, [0, 1]")
-    kv_use_max: float | None = Field(None, description="pools: the peak share at one instance")
-    ttft_quantiles_ms: list[float] | None = Field(
-        None, description="pools: TTFT at the 0th, 1st, ..., 100th percentile (the CDF the plot draws)")
-    tpot_quantiles_ms: list[float] | None = None
-
-
-class SloCheck(Strict):
-    """One SLO bound against the simulated percentile."""
-
-    metric: Literal["ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"]
-    bound_ms: float
-    simulated_ms: float | None
-    met: bool
-
-
 class SimulatedPool(Doc):
-    _omit_when_none = frozenset({"site", "chunk_tokens"})
+    _omit_when_none = frozenset({"site", "chunk_tokens", "ttft_quantiles_ms", "tpot_quantiles_ms"})
 
     role: Role
     hardware: str
@@ -79,7 +34,12 @@ class SimulatedPool(Doc):
     planned_capacity_qps: float
     planned_ttft_ms: float | None = Field(description="the plan's p50 TTFT prediction")
     planned_tpot_ms: float | None = Field(description="the plan's p50 TPOT prediction")
-    metrics: ReplayMetrics
+    steady_qps: float = Field(description="the steady completion rate: (finished - 1) / (last finish - first "
+                              "finish), free of a short run's ramp-up and drain")
+    replay: PoolReplay
+    ttft_quantiles_ms: list[float] | None = Field(
+        None, description="TTFT at the 0th, 1st, ..., 100th percentile (the CDF --plot draws)")
+    tpot_quantiles_ms: list[float] | None = None
 
 
 class SimulatedService(Strict):
@@ -89,9 +49,9 @@ class SimulatedService(Strict):
     demand_qps: float = Field(description="the planned demand")
     offered_qps: float = Field(description="the arrival rate replayed: demand x rate scale (open loop)")
     slo: SloBounds
-    slo_checks: list[SloCheck]
-    meets_slo: bool = Field(description="every SLO bound met by the simulated percentiles")
-    metrics: ReplayMetrics
+    meets_slo: bool = Field(description="every SLO bound met by the simulated percentiles (replay.slo)")
+    steady_qps: float = Field(description="as the pools' steady_qps, over the service's requests")
+    replay: PoolReplay
     pools: list[SimulatedPool]
 
 

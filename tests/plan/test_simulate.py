@@ -51,7 +51,7 @@ def test_every_pool_becomes_its_instances_in_the_plan_order(offline):
         (p.role, p.hardware, p.instances) for p in sr.pools]
     assert len(made) == sum(p.instances for p in sr.pools)
     # every request went to the colocated pool or through prefill + decode, by the plan's shares
-    m = [p.metrics.requests for p in res.services[0].pools]  # colocated, prefill, decode
+    m = [p.replay.requests for p in res.services[0].pools]  # colocated, prefill, decode
     assert m[0] + m[1] == 300 and m[1] == m[2]
     share = sr.colocated_qps / (sr.colocated_qps + sr.disaggregated_qps)
     assert abs(m[0] - 300 * share) < 1.0
@@ -63,18 +63,18 @@ def test_replay_document_numbers(offline):
     SimulationResult.model_validate(res.model_dump())
     s = res.services[0]
     assert s.offered_qps == pytest.approx(doc.services[0].demand_qps * 0.5, rel=1e-6)
-    assert s.metrics.requests == 400 and s.metrics.unfinished == 0
-    for m in [s.metrics] + [p.metrics for p in s.pools]:
-        assert m.ttft_ms.p50 <= m.ttft_ms.p90 <= m.ttft_ms.p99
-        assert m.goodput is None or 0.0 <= m.goodput <= 1.0
+    assert s.replay.requests == 400 and s.replay.unfinished == 0
+    for r in [s.replay] + [p.replay for p in s.pools]:
+        assert r.ttft.p50_ms <= r.ttft.p90_ms <= r.ttft.p99_ms
+        assert 0.0 <= r.goodput_share <= 1.0
+    assert s.meets_slo == all(c.met for c in s.replay.slo) and len(s.replay.slo) == 1  # TTFT p50 only
     # a stand-in prefill takes 0.05 s: an unqueued disaggregated request's TTFT is at least
     # that plus its KV transfer; a colocated one's is the whole 0.3 s service
-    pre = s.pools[1].metrics
-    assert pre.ttft_ms.p50 >= 50.0
-    assert s.pools[0].metrics.ttft_ms.p50 >= 300.0
+    assert s.pools[1].replay.ttft.p50_ms >= 50.0
+    assert s.pools[0].replay.ttft.p50_ms == pytest.approx(300.0)  # most wait for nothing
     # the pools' quantiles (the plot's CDFs) run from the fastest to the slowest request
-    q = s.pools[0].metrics.ttft_quantiles_ms
-    assert len(q) == 101 and q == sorted(q) and q[50] == pytest.approx(s.pools[0].metrics.ttft_ms.p50, abs=1e-3)
+    q = s.pools[0].ttft_quantiles_ms
+    assert len(q) == 101 and q == sorted(q) and q[50] == pytest.approx(s.pools[0].replay.ttft.p50_ms, abs=1e-3)
 
 
 def test_same_seed_same_document_other_seed_other(offline):
