@@ -207,8 +207,7 @@ def _arrival(text: str) -> str:
 
 def add_simulate(sub: argparse._SubParsersAction) -> None:
     """`fleetplan simulate`: replay a planned fleet request by request."""
-    from solver.plan.sim_sources import DEFAULT_REQUESTS, MAX_REQUESTS
-    from solver.replay.router import POLICIES
+    from solver.plan.sim_sources import DEFAULT_REQUESTS, MAX_REQUESTS, ROUTERS
 
     si = sub.add_parser("simulate", help="replay a planned fleet (every pool and its router) request by "
                         "request and report its latency percentiles, goodput, queues and KV use")
@@ -226,7 +225,7 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=DEFAULT_REQUESTS,
                     help=f"requests per service (default {DEFAULT_REQUESTS:,}; at most {MAX_REQUESTS:,})")
     si.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1, "a whole number"), default=0)
-    si.add_argument("--router", choices=POLICIES, default="least_queue",
+    si.add_argument("--router", choices=ROUTERS, default="least_queue",
                     help="every pool's router (default least_queue)")
     si.add_argument("--format", choices=["table", "json"], default="table")
     si.add_argument("--out", help="write the result to this file instead of stdout")

@@ -21,8 +21,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from solver.errors import InputError
 
 if TYPE_CHECKING:
@@ -32,6 +30,9 @@ if TYPE_CHECKING:
 MAX_REQUESTS = 1_000_000  # per service: the replay keeps every request in memory
 DEFAULT_REQUESTS = 2_000
 MAX_CLIENTS = 100_000
+# the routers' policies (solver/replay/router.py POLICIES; a test keeps them equal), named here
+# so that the command line can list them without importing numpy
+ROUTERS = ("round_robin", "least_queue", "least_kv")
 MAX_CV = 100.0
 
 
@@ -68,6 +69,8 @@ def parse_arrival(text: str) -> Arrival:
 def service_source(rp: ResolvedProblem, si: int, qps: float, arrival: Arrival, requests: int, seed: int,
                    rate_scale: float = 1.0) -> Source:
     """Service si's requests (its own request table); the same seed gives the same requests."""
+    import numpy as np
+
     from solver.replay import sources as src
 
     wl = rp.problem.services[si].workload

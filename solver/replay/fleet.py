@@ -212,7 +212,8 @@ class Disaggregated:
     `links[p][d]`: the link from prefill pool p to decode pool d.
 
     A request whose prompt is done on prefill pool p at t (its `first_token_s` as the prefill
-    instance wrote it, else t) goes to decode pool d (the decode splitter's next pick) and lands
+    instance wrote it; a request returned without one was rejected there and is done, never
+    finished) goes to decode pool d (the decode splitter's next pick) and lands
     at t + links[p][d].seconds(prompt tokens); its first token reaches the client then. At the
     landing it is submitted to decode pool d (its router picks the instance), unless it wants a
     single output token, which the prefill already produced: it is finished at the landing.
@@ -243,9 +244,10 @@ class Disaggregated:
         return float(min(self.prefill.next_event_s(), land, self._decode_next.min()))
 
     def advance(self, t_s: float) -> np.ndarray:
+        done = []
         for p, ids in self.prefill.advance_by_child(t_s):
-            self._depart(p, ids, t_s)
-        done = [self._land(t_s)]
+            done.append(self._depart(p, ids, t_s))
+        done.append(self._land(t_s))
         for d in np.flatnonzero(self._decode_next <= t_s):
             fin = np.asarray(self.decode[d].advance(t_s), dtype=np.int64)
             self._decode_next[d] = self.decode[d].next_event_s()
@@ -255,10 +257,14 @@ class Disaggregated:
                 done.append(fin)
         return _by_time(done, self.table.finish_s)
 
-    def _depart(self, p: int, ids: np.ndarray, t_s: float) -> None:
+    def _depart(self, p: int, ids: np.ndarray, t_s: float) -> np.ndarray:
+        """Send prompts done on prefill pool p over the link; returns those the prefill instance
+        rejected (no first token: their KV can never fit there), which are done, unfinished."""
         tb = self.table
         sampled = tb.first_token_s[ids]
-        t_done = np.where(np.isfinite(sampled), sampled, t_s)
+        rejected = ids[~np.isfinite(sampled)]
+        ids = ids[np.isfinite(sampled)]
+        t_done = sampled[np.isfinite(sampled)]
         dest = self.decode_splitter.assign(len(ids))
         land = np.empty(len(ids))
         for d in np.unique(dest):
@@ -270,6 +276,7 @@ class Disaggregated:
         self.tags.set("prefill_queued_s", ids, tb.queued_s[ids])
         for rid, t_land, d in zip(ids.tolist(), land.tolist(), dest.tolist()):
             heapq.heappush(self._flight, (t_land, rid, d))
+        return rejected
 
     def _land(self, t_s: float) -> np.ndarray:
         """Submit the transfers that have landed by `t_s`; returns single-token requests done."""

@@ -116,6 +116,20 @@ def test_single_token_request_finishes_when_its_kv_would_land():
     assert src.table.finish_s[0] == pytest.approx(0.112)
 
 
+def test_a_prompt_the_prefill_rejects_is_done_unfinished_and_never_decoded():
+    src = FixedSource([0.0, 0.5], [1000, 5000], 20)
+    tags = Tags()
+    t = src.table
+    pre = Pool(t, [FifoServer(t, 0.1, "prefill", reject_prompt_over=4096)], "round_robin", 0, tags)
+    dec_inst = FifoServer(t, 0.5, "decode")
+    dec = Pool(t, [dec_inst], "round_robin", 1, tags)
+    run(src, Disaggregated(t, [pre], [1.0], [dec], [1.0], [[KvLink(0.002, 1e-5)]], tags))
+    assert [i for _, i in dec_inst.submitted] == [0]
+    assert np.isinf(t.finish_s[1]) and np.isinf(t.first_token_s[1])
+    assert [i for _, i in src.finished_at] == [1, 0]  # the rejection at 0.5, then 0 at 0.612
+    assert t.finish_s[0] == pytest.approx(0.612)
+
+
 def test_decode_pools_share_traffic_by_weight_and_use_their_link():
     src = FixedSource(np.arange(4.0), 100, 5)
     tags = Tags()

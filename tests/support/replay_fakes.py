@@ -5,7 +5,8 @@ with a fixed service time per request, and a source of fixed requests.
 `service_s` seconds. colocated: its first and last tokens reach the client when it is done;
 prefill: it leaves then with its first token sampled (first_token_s = finish_s = done); decode:
 finish_s = done, and first_token_s is (wrongly, on purpose) overwritten with the start, which
-the fleet must undo. `load()` reports running (0/1), waiting and one KV block per request held.
+the fleet must undo. `reject_prompt_over`: prompts longer are rejected (returned by the next
+advance with no token, as an engine rejects a request whose KV can never fit). `load()` reports running (0/1), waiting and one KV block per request held.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from solver.replay.router import Load
 
 class FifoServer:
     def __init__(self, table: RequestTable, service_s: float, role: str = "colocated", index: int = 0,
-                 kv_total_blocks: int = 100) -> None:
+                 kv_total_blocks: int = 100, reject_prompt_over: int | None = None) -> None:
         self.table = table
         self.service_s = service_s
         self.role = role
@@ -30,11 +31,18 @@ class FifoServer:
         self.current: int | None = None
         self.ends_s = np.inf
         self.submitted: list[tuple[float, int]] = []  # (t, id) as they came
+        self.reject_prompt_over = reject_prompt_over
+        self.rejected: list[int] = []  # returned by the next advance, no token produced
+        self.reject_s = np.inf
 
     def submit(self, ids, t_s: float) -> None:
         for i in np.asarray(ids).tolist():
             self.submitted.append((t_s, i))
-            self.queue.append(i)
+            if self.reject_prompt_over is not None and self.table.prompt_tokens[i] > self.reject_prompt_over:
+                self.rejected.append(i)
+                self.reject_s = t_s
+            else:
+                self.queue.append(i)
         self._start(t_s)
 
     def _start(self, t_s: float) -> None:
@@ -46,10 +54,10 @@ class FifoServer:
                 self.table.first_token_s[self.current] = t_s
 
     def next_event_s(self) -> float:
-        return self.ends_s
+        return min(self.ends_s, self.reject_s)
 
     def advance(self, t_s: float) -> np.ndarray:
-        done = []
+        done, self.rejected, self.reject_s = self.rejected, [], np.inf
         while self.current is not None and self.ends_s <= t_s:
             i, end = self.current, self.ends_s
             if self.role != "decode":
