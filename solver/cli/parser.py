@@ -207,7 +207,7 @@ def _arrival(text: str) -> str:
 
 def add_simulate(sub: argparse._SubParsersAction) -> None:
     """`fleetplan simulate`: replay a planned fleet request by request."""
-    from solver.plan.sim_sources import DEFAULT_REQUESTS, MAX_REQUESTS, ROUTERS
+    from solver.plan.sim_sources import CLOSED_PER_CLIENT, DEFAULT_REQUESTS, MAX_REQUESTS, ROUTERS
 
     si = sub.add_parser("simulate", help="replay a planned fleet (every pool and its router) request by "
                         "request and report its latency percentiles, goodput, queues and KV use")
@@ -221,9 +221,11 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     help="arrival rate = planned demand x this (default 1; 0.001..1000)")
     si.add_argument("--arrival", type=_arrival, default="poisson",
                     help="poisson (default), gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
-                    "tokens) or closed:N (N clients per service, as vllm bench serve --max-concurrency N)")
-    si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=DEFAULT_REQUESTS,
-                    help=f"requests per service (default {DEFAULT_REQUESTS:,}; at most {MAX_REQUESTS:,})")
+                    "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
+                    "runs them; vllm bench serve --max-concurrency N by default)")
+    si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
+                    help=f"requests per service (at most {MAX_REQUESTS:,}; default {DEFAULT_REQUESTS:,} for open "
+                    f"loops, {CLOSED_PER_CLIENT} per client for closed ones, the whole trace)")
     si.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1, "a whole number"), default=0)
     si.add_argument("--router", choices=ROUTERS, default="least_queue",
                     help="every pool's router (default least_queue)")

@@ -37,7 +37,7 @@ from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.plan.sim_instances import InstanceMaker
 from solver.plan.sim_metrics import instance_stats, pool_doc, service_doc, service_window
-from solver.plan.sim_sources import DEFAULT_REQUESTS, parse_arrival, service_source
+from solver.plan.sim_sources import parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
 from solver.replay.fleet_source import FleetSource
@@ -52,7 +52,7 @@ from solver.schema.simulation import SimulationResult
 class SimulateOptions:
     rate_scale: float = 1.0
     arrival: str = "poisson"  # poisson | gamma:CV | trace:FILE | closed:N
-    requests: int = DEFAULT_REQUESTS  # per service
+    requests: int | None = None  # per service (None: the arrival's default, sim_sources.py)
     seed: int = 0
     router: str = "least_queue"
 
@@ -76,10 +76,10 @@ MakeSource = Callable[[ResolvedProblem, int, float, SimulateOptions, int], Sourc
 
 def _default_source(rp: ResolvedProblem, si: int, qps: float, opts: SimulateOptions, seed: int) -> Source:
     try:
-        arrival = parse_arrival(opts.arrival)
+        parse_arrival(opts.arrival)
     except ValueError as exc:
         raise InputError(f"--arrival: {exc}") from None
-    return service_source(rp, si, qps, arrival, opts.requests, seed, opts.rate_scale)
+    return service_source(rp, si, qps, opts.arrival, opts.requests, seed, opts.rate_scale)
 
 
 @dataclass

@@ -67,8 +67,9 @@ def service_text(s: SimulatedService) -> str:
 
 def simulate_text(doc: SimulationResult) -> str:
     wall = "" if doc.wall_s is None else f", {doc.wall_s:.2f} s wall"
+    n = "default" if doc.requests_per_service is None else f"{doc.requests_per_service:,}"
     head = (f"{doc.problem}: replay of the {doc.plan_status} plan (${doc.cost_per_hour:,.2f}/hour): {doc.arrival} "
-            f"arrivals at {doc.rate_scale:g} x demand, {doc.requests_per_service:,} requests per service, seed "
+            f"arrivals at {doc.rate_scale:g} x demand, {n} requests per service, seed "
             f"{doc.seed}, router {doc.router}; {doc.simulated_s:,.1f} s simulated, {doc.events:,} events{wall}")
     body = "\n\n".join(service_text(s) for s in doc.services)
     foot = ("latencies in ms over the measured requests; QPS: steady completion rate; good: share of requests "
@@ -137,9 +138,10 @@ class Progress:
     REDRAW_S = 0.1
 
     def __init__(self, total: int, stream: TextIO | None) -> None:
+        """`total` 0: unknown (a count without a bar)."""
         tty = stream is not None and bool(getattr(stream, "isatty", lambda: False)())
         self.stream = stream if tty else None
-        self.total = max(total, 1)
+        self.total = total
         self.done = 0
         self._last = 0.0
 
@@ -148,11 +150,14 @@ class Progress:
         if self.stream is None:
             return
         now = time.monotonic()
-        if now - self._last >= self.REDRAW_S or self.done >= self.total:
+        if now - self._last >= self.REDRAW_S or self.done == self.total:
             self._last = now
-            filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
-            self.stream.write(f"\rsimulate [{'#' * filled}{'-' * (self.WIDTH - filled)}] "
-                              f"{self.done:,}/{self.total:,} requests\x1b[K")
+            if self.total > 0:
+                filled = min(self.WIDTH, self.WIDTH * self.done // self.total)
+                text = f"[{'#' * filled}{'-' * (self.WIDTH - filled)}] {self.done:,}/{self.total:,}"
+            else:
+                text = f"{self.done:,}"
+            self.stream.write(f"\rsimulate {text} requests finished\x1b[K")
             self.stream.flush()
 
     def close(self) -> None:

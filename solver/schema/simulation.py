@@ -61,7 +61,8 @@ class SimulationResult(Strict):
     cost_per_hour: float
     arrival: str = Field(description="poisson, gamma:CV, trace:FILE or closed:N")
     rate_scale: float
-    requests_per_service: int
+    requests_per_service: int | None = Field(description="--requests; None: the arrival's default (2,000 for "
+                                             "open loops, 10 per client for closed ones, the whole trace)")
     seed: int
     router: str = Field(description="the policy of every pool's router")
     simulated_s: float = Field(description="simulated time of the whole replay")
