@@ -19,12 +19,34 @@ batch, chunk). Each replica is a `solver.replay.instance.Instance` with:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
+from solver.perf.arch import ModelArch
+from solver.perf.tables import HardwareTable, Plans, precision_code
+from solver.problem.load import ResolvedProblem
 from solver.replay.requests import RequestTable
+from solver.schema.pool import Pool as PoolDoc
 
-if TYPE_CHECKING:
-    from solver.plan.simulate import PoolSpec
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """What an engine instance of one pool is built from (the performance model's view)."""
+
+    rp: ResolvedProblem
+    service: int  # index into rp.problem.services
+    pool: PoolDoc
+    arch: ModelArch
+    hw: HardwareTable
+    plan: Plans  # one row
+    chunk_tokens: int | None
+
+
+def pool_spec(rp: ResolvedProblem, si: int, pool: PoolDoc, hw: HardwareTable) -> PoolSpec:
+    s = rp.problem.services[si]
+    plans = Plans.of(hw=rp.hw_index(pool.hardware), tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
+                     batch=pool.batch, wprec=precision_code(s.precision),
+                     kvprec=precision_code(s.kv_precision or s.precision))
+    return PoolSpec(rp, si, pool, rp.archs[si], hw, plans, pool.chunk_tokens)
 
 
 def _budget(spec: PoolSpec) -> tuple[int, int, int]:

@@ -34,8 +34,8 @@ from solver import __version__
 from solver.errors import InputError
 from solver.perf import runtime as rt
 from solver.perf.operators.tables import measured_tables
-from solver.perf.tables import HardwareTable, Plans, precision_code
-from solver.plan.sim_instances import InstanceMaker
+from solver.perf.tables import HardwareTable
+from solver.plan.sim_instances import InstanceMaker, PoolSpec, pool_spec
 from solver.plan.sim_metrics import instance_stats, pool_doc, service_doc, service_window
 from solver.plan.sim_sources import parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
@@ -55,19 +55,6 @@ class SimulateOptions:
     requests: int | None = None  # per service (None: the arrival's default, sim_sources.py)
     seed: int = 0
     router: str = "least_queue"
-
-
-@dataclass(frozen=True)
-class PoolSpec:
-    """What an engine instance of one pool is built from (the performance model's view)."""
-
-    rp: ResolvedProblem
-    service: int  # index into rp.problem.services
-    pool: PoolDoc
-    arch: object  # solver.perf.arch.ModelArch
-    hw: HardwareTable
-    plan: Plans  # one row
-    chunk_tokens: int | None
 
 
 MakeInstance = Callable[[PoolSpec, RequestTable, int], Server]  # (spec, table, instance index)
@@ -103,14 +90,6 @@ class _Built:
 def _hardware(rp: ResolvedProblem) -> HardwareTable:
     return HardwareTable.from_cards(rp.hardware, rp.prices, rp.engine,
                                     measured_tables(rp.hardware, rp.problem.software.engine))
-
-
-def pool_spec(rp: ResolvedProblem, si: int, pool: PoolDoc, hw: HardwareTable) -> PoolSpec:
-    s = rp.problem.services[si]
-    plans = Plans.of(hw=rp.hw_index(pool.hardware), tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
-                     batch=pool.batch, wprec=precision_code(s.precision),
-                     kvprec=precision_code(s.kv_precision or s.precision))
-    return PoolSpec(rp, si, pool, rp.archs[si], hw, plans, pool.chunk_tokens)
 
 
 def kv_link(spec: PoolSpec) -> KvLink:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import pytest
 
 from solver.schema.result import PlanResult
@@ -14,6 +15,7 @@ from tests.support.cli import cli
 pytest.importorskip("solver.replay.instance")  # the engine instances and sources of the replay
 pytest.importorskip("solver.replay.sources")
 SimulationResult = pytest.importorskip("solver.schema.simulation").SimulationResult
+json_schema = pytest.importorskip("solver.schema.publish").json_schema
 
 
 @pytest.fixture(scope="module")
@@ -27,6 +29,7 @@ def result_json(tmp_path_factory):
 def _sim_json(*args: str) -> tuple[SimulationResult, str]:
     r = cli("simulate", *args, "--format", "json", "--no-timings")
     assert r.returncode == 0, r.stderr
+    jsonschema.Draft202012Validator(json_schema("simulation")).validate(json.loads(r.stdout))
     return SimulationResult.model_validate_json(r.stdout), r.stdout
 
 
