@@ -3,9 +3,10 @@ replay's measurements (solver/replay/metrics.py `pool_metrics`, as the benchmark
 them, over the service's measurement window: first measured send to last measured finish),
 next to the plan's predictions, plus two things of this command's own:
 
-- `steady_qps`, the steady completion rate: (n - 1) finishes over the span of the n finishes.
-  The tools' throughput divides by the whole window, ramp-up and drain included, which in a
-  short run reads well below the arrival rate the fleet keeps up with;
+- `steady_qps`, the steady completion rate: completions per second from the first arrival +
+  the median E2E (the fleet has filled) to the last arrival (the drain begins). The tools'
+  throughput divides by the whole window, ramp-up and drain included, which in a short run
+  reads well below the arrival rate the fleet keeps up with;
 - the pools' TTFT and TPOT quantiles (0th to 100th percentile), the CDFs `--plot` draws.
 
 The instances' running statistics (solver/replay/instance.py `InstanceStats`: queue and KV
@@ -61,10 +62,18 @@ def quantiles(values_s: np.ndarray) -> list[float] | None:
 
 
 def steady_qps(table: RequestTable, mask: np.ndarray) -> float:
-    rows = rm.finished(table, rm.selected(table, mask))
-    fin = np.sort(table.finish_s[rows])
-    span = float(fin[-1] - fin[0]) if len(fin) > 1 else 0.0
-    return round((len(fin) - 1) / span, 6) if span > 0 else 0.0
+    """Completions per second between the first arrival + the median E2E (the fleet filled) and
+    the last arrival (before the drain); 0 when that interval is empty."""
+    rows = rm.selected(table, mask)
+    done = rm.finished(table, rows)
+    if len(done) < 2:
+        return 0.0
+    lo = float(table.arrival_s[rows].min()) + float(np.median(rm.e2e_s(table, done)))
+    hi = float(table.arrival_s[rows].max())
+    if hi <= lo:
+        return 0.0
+    fin = table.finish_s[done]
+    return round(float(np.count_nonzero((fin >= lo) & (fin <= hi))) / (hi - lo), 6)
 
 
 def _label(p: PoolDoc) -> str:

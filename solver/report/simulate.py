@@ -67,9 +67,9 @@ def service_text(s: SimulatedService) -> str:
 
 def simulate_text(doc: SimulationResult) -> str:
     wall = "" if doc.wall_s is None else f", {doc.wall_s:.2f} s wall"
-    n = "default" if doc.requests_per_service is None else f"{doc.requests_per_service:,}"
+    n = "" if doc.requests_per_service is None else f"{doc.requests_per_service:,} requests per service, "
     head = (f"{doc.problem}: replay of the {doc.plan_status} plan (${doc.cost_per_hour:,.2f}/hour): {doc.arrival} "
-            f"arrivals at {doc.rate_scale:g} x demand, {n} requests per service, seed "
+            f"arrivals at {doc.rate_scale:g} x demand, {n}seed "
             f"{doc.seed}, router {doc.router}; {doc.simulated_s:,.1f} s simulated, {doc.events:,} events{wall}")
     body = "\n\n".join(service_text(s) for s in doc.services)
     foot = ("latencies in ms over the measured requests; QPS: steady completion rate; good: share of requests "

@@ -34,8 +34,8 @@ class SimulatedPool(Doc):
     planned_capacity_qps: float
     planned_ttft_ms: float | None = Field(description="the plan's p50 TTFT prediction")
     planned_tpot_ms: float | None = Field(description="the plan's p50 TPOT prediction")
-    steady_qps: float = Field(description="the steady completion rate: (finished - 1) / (last finish - first "
-                              "finish), free of a short run's ramp-up and drain")
+    steady_qps: float = Field(description="the steady completion rate: completions per second from the first "
+                              "arrival + the median E2E to the last arrival (free of a run's ramp-up and drain)")
     replay: PoolReplay
     ttft_quantiles_ms: list[float] | None = Field(
         None, description="TTFT at the 0th, 1st, ..., 100th percentile (the CDF --plot draws)")

@@ -21,12 +21,13 @@ def _table():
     return t
 
 
-def test_steady_rate_is_gaps_between_finishes():
+def test_steady_rate_counts_completions_between_fill_and_drain():
     t = _table()
-    # finishes at 1.2, 2.1, 2.5, 5.3: 3 gaps over 4.1 s
-    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(3 / 4.1, rel=1e-5)
-    t.measured[3] = False  # 1.2, 2.1, 2.5: 2 gaps over 1.3 s
-    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(2 / 1.3, rel=1e-5)
+    # E2E 1.2, 1.5, 0.1, 2.3 s: median 1.35; from 0 + 1.35 to the last arrival 3: finishes
+    # 2.1 and 2.5 in 1.65 s
+    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(2 / 1.65, rel=1e-5)
+    t.measured[3] = False  # E2E median 1.2: [1.2, 2] holds the finishes 1.2 (its edge)
+    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(1 / 0.8, rel=1e-5)
     assert steady_qps(t, np.array([True, False, False, False])) == 0.0
 
 
