@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from solver.replay.requests import NOT_YET, RequestTable, Server
-from solver.replay.router import Load, Router, Splitter
+from solver.replay.router import Router, Splitter
 
 
 class Tags:
@@ -105,17 +105,14 @@ class KvLink:
         return self.fixed_s + np.asarray(tokens, dtype=float) * self.per_token_s
 
 
-def load_of(instance) -> Load:
-    """An instance's load snapshot as the routers read it."""
-    ld = instance.load()
-    if isinstance(ld, Load):
-        return ld
-    return Load(running=int(ld.running), waiting=int(ld.waiting), kv_used_blocks=int(ld.kv_used_blocks),
-                kv_total_blocks=int(ld.kv_total_blocks), block_tokens=int(getattr(ld, "block_tokens", 16)))
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _by_time(parts: list[np.ndarray], key: np.ndarray) -> np.ndarray:
-    ids = np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return _NONE
+    ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
     if len(ids) > 1:
         ids = ids[np.argsort(key[ids], kind="stable")]
     return ids
@@ -129,34 +126,44 @@ class _Composite:
             raise ValueError("a composite server needs at least one child")
         self.table = table
         self.children = list(children)
-        self._next = np.array([c.next_event_s() for c in self.children], dtype=float)
+        # a few children: plain lists beat numpy on the per-event path
+        self._next = [float(c.next_event_s()) for c in self.children]
 
     def _route(self, ids: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def _finish_key(self) -> np.ndarray:
-        return self.table.finish_s
+        return self.table._finish_s
 
     def submit(self, ids: np.ndarray, t_s: float) -> None:
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) == 0:
             return
         which = self._route(ids)
-        for i in np.unique(which):
+        if len(ids) == 1 or which.min() == which.max():
+            groups = [(int(which[0]), ids)]
+        else:
+            groups = [(int(i), ids[which == i]) for i in np.unique(which)]
+        for i, mine in groups:
             child = self.children[i]
-            child.submit(ids[which == i], t_s)
-            self._next[i] = child.next_event_s()
+            child.submit(mine, t_s)
+            self._next[i] = float(child.next_event_s())
 
     def next_event_s(self) -> float:
-        return float(self._next.min())
+        return min(self._next)
+
+    def _advance_due(self, t_s: float) -> list[tuple[int, np.ndarray]]:
+        """Advance the children due at t_s: (child index, ids they finished) for each."""
+        out = []
+        for i, t in enumerate(self._next):
+            if t <= t_s:
+                child = self.children[i]
+                out.append((i, np.asarray(child.advance(t_s), dtype=np.int64)))
+                self._next[i] = float(child.next_event_s())
+        return out
 
     def advance(self, t_s: float) -> np.ndarray:
-        parts = []
-        for i in np.flatnonzero(self._next <= t_s):
-            child = self.children[i]
-            parts.append(np.asarray(child.advance(t_s), dtype=np.int64))
-            self._next[i] = child.next_event_s()
-        return _by_time(parts, self._finish_key())
+        return _by_time([ids for _, ids in self._advance_due(t_s)], self._finish_key())
 
 
 class Pool(_Composite):
@@ -173,12 +180,14 @@ class Pool(_Composite):
 
     def _route(self, ids: np.ndarray) -> np.ndarray:
         self.tags.set("prefill_pool" if self.role == "prefill" else "pool", ids, self.index)
-        loads = [] if self.router.policy == "round_robin" else [load_of(c) for c in self.children]
-        return self.router.assign(loads, self.table.prompt_tokens[ids])
+        if len(self.children) == 1:
+            return np.zeros(len(ids), dtype=np.int64)
+        loads = [] if self.router.policy == "round_robin" else [c.load() for c in self.children]
+        return self.router.assign(loads, self.table._prompt_tokens[ids])
 
     def _finish_key(self) -> np.ndarray:
         # a prefill instance is done with a request when its first token is sampled
-        return self.table.first_token_s if self.role == "prefill" else self.table.finish_s
+        return self.table._first_token_s if self.role == "prefill" else self.table._finish_s
 
 
 class Split(_Composite):
@@ -200,6 +209,8 @@ class Fleet(_Composite):
         self.tags = tags
 
     def _route(self, ids: np.ndarray) -> np.ndarray:
+        if len(self.children) == 1:
+            return np.zeros(len(ids), dtype=np.int64)
         which = self.tags.at("service", ids)
         if np.any(which < 0):
             raise ValueError("a request without a service reached the fleet")
@@ -228,9 +239,9 @@ class Disaggregated:
         if len(links) != len(prefill) or any(len(row) != len(decode) for row in links):
             raise ValueError("links must be one row per prefill pool, one link per decode pool")
         self.table = table
-        self.prefill = _Indexed(table, prefill, prefill_weights)
+        self.prefill = Split(table, prefill, prefill_weights)
         self.decode = list(decode)
-        self._decode_next = np.array([d.next_event_s() for d in self.decode], dtype=float)
+        self._decode_next = [float(d.next_event_s()) for d in self.decode]
         self.decode_splitter = Splitter(decode_weights)
         self.links = [list(row) for row in links]
         self.tags = tags
@@ -241,21 +252,24 @@ class Disaggregated:
 
     def next_event_s(self) -> float:
         land = self._flight[0][0] if self._flight else np.inf
-        return float(min(self.prefill.next_event_s(), land, self._decode_next.min()))
+        return float(min(self.prefill.next_event_s(), land, min(self._decode_next)))
 
     def advance(self, t_s: float) -> np.ndarray:
         done = []
-        for p, ids in self.prefill.advance_by_child(t_s):
-            done.append(self._depart(p, ids, t_s))
+        for p, ids in self.prefill._advance_due(t_s):
+            if len(ids):
+                done.append(self._depart(p, ids, t_s))
         done.append(self._land(t_s))
-        for d in np.flatnonzero(self._decode_next <= t_s):
+        for d, t in enumerate(self._decode_next):
+            if t > t_s:
+                continue
             fin = np.asarray(self.decode[d].advance(t_s), dtype=np.int64)
-            self._decode_next[d] = self.decode[d].next_event_s()
+            self._decode_next[d] = float(self.decode[d].next_event_s())
             if len(fin):
                 self.table.first_token_s[fin] = self.tags.at("ttft_s", fin)
                 self.table.queued_s[fin] = self.tags.at("prefill_queued_s", fin)
                 done.append(fin)
-        return _by_time(done, self.table.finish_s)
+        return _by_time(done, self.table._finish_s)
 
     def _depart(self, p: int, ids: np.ndarray, t_s: float) -> np.ndarray:
         """Send prompts done on prefill pool p over the link; returns those the prefill instance
@@ -291,19 +305,5 @@ class Disaggregated:
         self.table.finish_s[ids[one]] = self.table.first_token_s[ids[one]]
         for d in np.unique(dest[~one]):
             self.decode[d].submit(ids[~one & (dest == d)], t_s)
-            self._decode_next[d] = self.decode[d].next_event_s()
+            self._decode_next[d] = float(self.decode[d].next_event_s())
         return ids[one]
-
-
-class _Indexed(Split):
-    """A split whose advance says which child each finished request came from."""
-
-    def advance_by_child(self, t_s: float) -> list[tuple[int, np.ndarray]]:
-        out = []
-        for i in np.flatnonzero(self._next <= t_s):
-            child = self.children[i]
-            fin = np.asarray(child.advance(t_s), dtype=np.int64)
-            self._next[i] = child.next_event_s()
-            if len(fin):
-                out.append((int(i), fin))
-        return out

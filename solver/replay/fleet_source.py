@@ -34,6 +34,9 @@ class FleetSource:
         self.table = table if table is not None else RequestTable()
         self.tags = tags
         self.on_finished = on_finished
+        # per source: rows copied so far, and the fleet id of each copied local row
+        self._copied = [0] * len(self.sources)
+        self._fleet_of = [np.zeros(0, dtype=np.int64) for _ in self.sources]
 
     def next_arrival_s(self) -> float:
         return min((s.next_arrival_s() for s in self.sources), default=np.inf)
@@ -46,16 +49,26 @@ class FleetSource:
             local = np.asarray(src.take(until_s), dtype=np.int64)
             if len(local) == 0:
                 continue
-            t = src.table
-            ids = self.table.add(t.arrival_s[local], t.prompt_tokens[local], t.output_tokens[local],
-                                 t.prefix_id[local], t.prefix_tokens[local], t.measured[local])
-            self.tags.set("service", ids, k)
-            self.tags.set("local", ids, local)
-            parts.append(ids)
+            if int(local.max()) >= self._copied[k]:
+                self._copy(k)
+            parts.append(self._fleet_of[k][local])
         if not parts:
             return np.zeros(0, dtype=np.int64)
         ids = np.concatenate(parts)
         return ids[np.argsort(self.table.arrival_s[ids], kind="stable")]
+
+    def _copy(self, k: int) -> None:
+        """Copy the rows source k's table has gained (an open loop's all at once, a closed
+        loop's as it sends) into the fleet's table; ids are rows, so the order of copying is
+        free (arrivals are handed out by time all the same)."""
+        t = self.sources[k].table
+        local = np.arange(self._copied[k], len(t))
+        ids = self.table.add(t.arrival_s[local], t.prompt_tokens[local], t.output_tokens[local],
+                             t.prefix_id[local], t.prefix_tokens[local], t.measured[local])
+        self.tags.set("service", ids, k)
+        self.tags.set("local", ids, local)
+        self._fleet_of[k] = np.concatenate([self._fleet_of[k], ids])
+        self._copied[k] = len(t)
 
     def finished(self, ids: np.ndarray, t_s: float) -> None:
         ids = np.asarray(ids, dtype=np.int64)
@@ -71,9 +84,8 @@ class FleetSource:
 
     def rows_of(self, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(fleet ids, their ids in service k's table) of service k's requests."""
-        n = len(self.table)
-        ids = np.flatnonzero(self.tags.get("service", n) == k)
-        return ids, self.tags.get("local", n)[ids]
+        fleet = self._fleet_of[k]
+        return fleet, np.arange(len(fleet))
 
     def scatter_back(self) -> None:
         """Copy the outcome columns of every request into its service's table."""

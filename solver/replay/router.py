@@ -57,19 +57,27 @@ class Router:
         self.n = n
         self._next = 0  # round_robin: the instance whose turn it is
 
-    def assign(self, loads: list[Load], prompt_tokens: np.ndarray) -> np.ndarray:
+    def assign(self, loads: list, prompt_tokens: np.ndarray) -> np.ndarray:
         """Instance index per request of a burst, in order; `loads` are the instances' snapshots
-        before the burst, `prompt_tokens` the requests' prompts (the KV they will hold)."""
+        before the burst (`Load`s, or anything with its attributes), `prompt_tokens` the
+        requests' prompts (the KV they will hold)."""
         k = len(prompt_tokens)
         if self.policy == "round_robin":
             out = (self._next + np.arange(k)) % self.n
             self._next = int((self._next + k) % self.n)
             return out
+        if k == 1:  # the common case, one arrival: the same order as below, without arrays
+            if self.policy == "least_queue":
+                i = min(range(len(loads)), key=lambda j: (loads[j].waiting, loads[j].running))
+            else:
+                i = min(range(len(loads)), key=lambda j: (
+                    loads[j].kv_used_blocks / max(loads[j].kv_total_blocks, 1), loads[j].waiting + loads[j].running))
+            return np.array([i], dtype=np.int64)
         waiting = np.array([ld.waiting for ld in loads], dtype=float)
         running = np.array([ld.running for ld in loads], dtype=float)
         used = np.array([ld.kv_used_blocks for ld in loads], dtype=float)
         total = np.array([max(ld.kv_total_blocks, 1) for ld in loads], dtype=float)
-        block = np.array([max(ld.block_tokens, 1) for ld in loads], dtype=float)
+        block = np.array([max(getattr(ld, "block_tokens", 16), 1) for ld in loads], dtype=float)
         out = np.empty(k, dtype=np.int64)
         for j in range(k):  # one pick per request; the burst's own placements count
             if self.policy == "least_queue":
