@@ -117,3 +117,5 @@ def test_bad_result_documents_exit_2(result_json, tmp_path):
     assert r.returncode == 2 and "--problem FILE" in r.stderr and "my-own-problem" in r.stderr
     r = cli("simulate", str(result_json), "--problem", "problems/llama3-70b-online.yaml")
     assert r.returncode == 2 and "batch-summaries" in r.stderr and "--problem FILE" in r.stderr
+    r = cli("simulate", "llama3-70b-online", "--problem", "problems/llama3-70b-online.yaml")
+    assert r.returncode == 2 and "--problem: only with a result document" in r.stderr

@@ -4,6 +4,8 @@ stand-in instances so that the fleet's wiring is checked apart from the engine m
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pytest
 
@@ -21,10 +23,21 @@ from tests.support.replay_fakes import FifoServer, FixedSource
 SERVICE_S = {"colocated": 0.3, "prefill": 0.05, "decode": 0.4}
 
 
-@pytest.fixture(scope="module")
-def offline():
+@lru_cache(maxsize=1)
+def _offline():
     rp = load_problem(shipped.resolve("problems", "llama3-70b-offline"))
     return rp, plan(rp, SolveOptions(time_limit_s=30), timings=False, compare=False)
+
+
+@pytest.fixture(scope="module")
+def offline():
+    return _offline()
+
+
+def replay_document(requests: int = 200) -> SimulationResult:
+    """A replay of the offline plan on stand-in instances (the report tests render it)."""
+    rp, doc = _offline()
+    return simulate(rp, doc, SimulateOptions(requests=requests), _makers(), timings=False)
 
 
 def _makers(made: list | None = None) -> Makers:
