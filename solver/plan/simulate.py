@@ -144,6 +144,8 @@ def _service(b: _Built, makers: Makers, k: int, si: int, sr: ServiceResult, opts
         server, cap = _disaggregated(b, makers, k, sr.name, mine, opts)
         targets.append(server)
         weights.append(sr.disaggregated_qps if sr.sites is None else cap)
+    if not targets:
+        raise InputError(f"plan: service '{sr.name}' has no pools: nothing to replay it on")
     if sum(weights) <= 0:
         weights = [1.0] * len(targets)
     return targets[0] if len(targets) == 1 else Split(b.merged.table, targets, weights)
