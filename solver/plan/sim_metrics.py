@@ -61,17 +61,18 @@ def quantiles(values_s: np.ndarray) -> list[float] | None:
     return None if len(v) == 0 else [round(float(x), 3) for x in np.percentile(v, np.arange(101))]
 
 
-def steady_qps(table: RequestTable, mask: np.ndarray) -> float:
+def steady_qps(table: RequestTable, mask: np.ndarray) -> float | None:
     """Completions per second between the first arrival + the median E2E (the fleet filled) and
-    the last arrival (before the drain); 0 when that interval is empty."""
+    the last arrival (before the drain); None when that interval is empty (a run shorter than
+    its requests' E2E has no steady part)."""
     rows = rm.selected(table, mask)
     done = rm.finished(table, rows)
     if len(done) < 2:
-        return 0.0
+        return None
     lo = float(table.arrival_s[rows].min()) + float(np.median(rm.e2e_s(table, done)))
     hi = float(table.arrival_s[rows].max())
     if hi <= lo:
-        return 0.0
+        return None
     fin = table.finish_s[done]
     return round(float(np.count_nonzero((fin >= lo) & (fin <= hi))) / (hi - lo), 6)
 

@@ -29,7 +29,7 @@ def _lat(st, q: str) -> float | None:
     return None if st is None else getattr(st, f"{q}_ms")
 
 
-def _row(role: str, hw: str, parallel: str, inst: int | None, qps: float, r: PoolReplay) -> list[object]:
+def _row(role: str, hw: str, parallel: str, inst: int | None, qps: float | None, r: PoolReplay) -> list[object]:
     u = r.instances
     queue = kv = "-"
     if u is not None and u.mean_queue_len is not None:
@@ -54,8 +54,9 @@ def _checks(s: SimulatedService) -> str:
 
 def service_text(s: SimulatedService) -> str:
     r = s.replay
+    steady = "-" if s.steady_qps is None else f"{s.steady_qps:,.4g}"
     head = (f"service '{s.name}' ({s.model}, {s.runtime}): offered {s.offered_qps:,.4g} QPS, served "
-            f"{s.steady_qps:,.4g} QPS steady ({r.throughput_rps:,.4g} over the {r.window_s:,.1f} s window); "
+            f"{steady} QPS steady ({r.throughput_rps:,.4g} over the {r.window_s:,.1f} s window); "
             f"goodput {_pct(r.goodput_share)}; SLO {'met' if s.meets_slo else 'MISSED'} ({_checks(s)})")
     if r.unfinished:
         head += f"; {r.unfinished} requests unfinished"

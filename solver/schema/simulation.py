@@ -34,8 +34,9 @@ class SimulatedPool(Doc):
     planned_capacity_qps: float
     planned_ttft_ms: float | None = Field(description="the plan's p50 TTFT prediction")
     planned_tpot_ms: float | None = Field(description="the plan's p50 TPOT prediction")
-    steady_qps: float = Field(description="the steady completion rate: completions per second from the first "
-                              "arrival + the median E2E to the last arrival (free of a run's ramp-up and drain)")
+    steady_qps: float | None = Field(description="the steady completion rate: completions per second from the "
+                                     "first arrival + the median E2E to the last arrival (free of a run's ramp-up "
+                                     "and drain); None: the run is shorter than that")
     replay: PoolReplay
     ttft_quantiles_ms: list[float] | None = Field(
         None, description="TTFT at the 0th, 1st, ..., 100th percentile (the CDF --plot draws)")
@@ -50,7 +51,7 @@ class SimulatedService(Strict):
     offered_qps: float = Field(description="the arrival rate replayed: demand x rate scale (open loop)")
     slo: SloBounds
     meets_slo: bool = Field(description="every SLO bound met by the simulated percentiles (replay.slo)")
-    steady_qps: float = Field(description="as the pools' steady_qps, over the service's requests")
+    steady_qps: float | None = Field(description="as the pools' steady_qps, over the service's requests")
     replay: PoolReplay
     pools: list[SimulatedPool]
 

@@ -28,7 +28,9 @@ def test_steady_rate_counts_completions_between_fill_and_drain():
     assert steady_qps(t, np.ones(4, bool)) == pytest.approx(2 / 1.65, rel=1e-5)
     t.measured[3] = False  # E2E median 1.2: [1.2, 2] holds the finishes 1.2 (its edge)
     assert steady_qps(t, np.ones(4, bool)) == pytest.approx(1 / 0.8, rel=1e-5)
-    assert steady_qps(t, np.array([True, False, False, False])) == 0.0
+    assert steady_qps(t, np.array([True, False, False, False])) is None  # one request
+    t.arrival_s[:] = [0.0, 0.1, 0.2, 0.3]  # arrivals over 0.3 s, median E2E far longer: no steady part
+    assert steady_qps(t, np.ones(4, bool)) is None
 
 
 def test_quantiles_are_the_cdf_in_ms():

@@ -116,3 +116,16 @@ def test_infeasible_plan_is_refused(offline):
     bad = doc.model_copy(update={"status": "infeasible", "infeasible_because": ["budget"]})
     with pytest.raises(InputError, match="infeasible"):
         simulate(rp, bad, SimulateOptions(requests=10), _makers())
+
+
+def test_kv_link_of_a_heterogeneous_plan_is_the_planned_transfer():
+    # the default problem's prefill pools carry the link their TTFT was planned with and the
+    # transfer of a mean prompt (2,048 tokens) in it: the replay's link gives that time
+    rp = load_problem(shipped.resolve("problems", "llama3-70b-online"))
+    doc = plan(rp, SolveOptions(time_limit_s=30), timings=False, compare=False)
+    hw = hardware_table(rp)
+    pre = [p for p in doc.services[0].pools if p.role == "prefill"]
+    assert pre and all(p.kv_link_gb_s is not None for p in pre)
+    for p in pre:
+        t_ms = float(kv_link(pool_spec(rp, 0, p, hw)).seconds(2048)) * 1e3
+        assert t_ms == pytest.approx(p.kv_transfer_ms, rel=1e-3)
