@@ -303,6 +303,8 @@ class Disaggregated:
         dest = np.array([x[2] for x in landed], dtype=np.int64)
         one = self.table.output_tokens[ids] <= 1
         self.table.finish_s[ids[one]] = self.table.first_token_s[ids[one]]
+        for d in np.unique(dest[one]):  # done with its first token; its KV went to pool d
+            self.tags.set("pool", ids[one & (dest == d)], getattr(self.decode[d], "index", -1))
         for d in np.unique(dest[~one]):
             self.decode[d].submit(ids[~one & (dest == d)], t_s)
             self._decode_next[d] = float(self.decode[d].next_event_s())

@@ -111,9 +111,11 @@ def test_kv_link_follows_the_performance_model_formula():
 
 def test_single_token_request_finishes_when_its_kv_would_land():
     src = FixedSource([0.0], 1000, 1)
-    run(src, _disagg(src.table, Tags()))
+    tags = Tags()
+    run(src, _disagg(src.table, tags))
     assert src.table.first_token_s[0] == pytest.approx(0.112)
     assert src.table.finish_s[0] == pytest.approx(0.112)
+    assert tags.get("pool", 1).tolist() == [1]  # counted with the decode pool its KV went to
 
 
 def test_a_prompt_the_prefill_rejects_is_done_unfinished_and_never_decoded():
@@ -195,3 +197,58 @@ def test_colocated_pools_take_traffic_in_proportion_to_capacity():
     run(merged, fleet)
     pools = tags.get("pool", len(merged.table))[tags.get("service", len(merged.table)) == 0]
     assert np.bincount(pools).tolist() == [200, 100]
+
+
+@st.composite
+def _fleets(draw):
+    """1-3 services, each colocated pools or a disaggregated part, with random fixed times."""
+    services = []
+    for _ in range(draw(st.integers(1, 3))):
+        disagg = draw(st.booleans())
+        n_pools = draw(st.integers(1, 2))
+        pools = [(draw(st.integers(1, 3)), draw(st.floats(0.01, 0.3)), draw(st.floats(0.5, 3.0)))
+                 for _ in range(n_pools if not disagg else 2 * n_pools)]
+        services.append((disagg, pools, draw(st.floats(0.02, 0.3)), draw(st.sampled_from(["round_robin",
+                                                                                         "least_queue",
+                                                                                         "least_kv"]))))
+    return services, draw(st.integers(0, 2**16))
+
+
+@settings(max_examples=25, deadline=None)
+@given(_fleets())
+def test_every_request_is_served_once_by_its_own_pools_in_time_order(spec):
+    services, seed = spec
+    rng = np.random.default_rng(seed)
+    srcs = [FixedSource(np.cumsum(rng.exponential(gap, 30)), rng.integers(1, 400, 30), rng.integers(1, 6, 30))
+            for _, _, gap, _ in services]
+    tags = Tags()
+    merged = FleetSource(srcs, tags)
+    t = merged.table
+    servers, owner, idx = [], [], 0
+    for k, (disagg, pools, _, policy) in enumerate(services):
+        made = []
+        for n, dt, w in pools:
+            role = ("prefill" if len(made) % 2 == 0 else "decode") if disagg else "colocated"
+            made.append((Pool(t, [FifoServer(t, dt, role) for _ in range(n)], policy, idx, tags, role), w))
+            owner.append(k)
+            idx += 1
+        if disagg:
+            pre, dec = made[0::2], made[1::2]
+            links = [[KvLink(0.001, 1e-5)] * len(dec) for _ in pre]
+            servers.append(Disaggregated(t, [p for p, _ in pre], [w for _, w in pre], [p for p, _ in dec],
+                                         [w for _, w in dec], links, tags))
+        else:
+            servers.append(Split(t, [p for p, _ in made], [w for _, w in made]))
+    run(merged, Fleet(t, servers, tags))
+    merged.scatter_back()
+    n = len(t)
+    assert n == 30 * len(services)
+    assert np.all(t.arrival_s <= t.first_token_s) and np.all(t.first_token_s <= t.finish_s)
+    assert np.all(np.isfinite(t.finish_s))
+    svc, pool = tags.get("service", n), tags.get("pool", n)
+    assert np.all(np.asarray(owner)[pool] == svc)  # served by its own service's pools
+    for s in srcs:
+        times = [x for x, _ in s.finished_at]
+        assert sorted(i for _, i in s.finished_at) == list(range(30))  # each once
+        assert times == sorted(times)
+        assert np.array_equal(s.table.finish_s[[i for _, i in s.finished_at]], times)
