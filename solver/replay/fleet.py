@@ -227,7 +227,8 @@ class Disaggregated:
     finished) goes to decode pool d (the decode splitter's next pick) and lands
     at t + links[p][d].seconds(prompt tokens); its first token reaches the client then. At the
     landing it is submitted to decode pool d (its router picks the instance), unless it wants a
-    single output token, which the prefill already produced: it is finished at the landing.
+    single output token, which the prefill already produced: it is finished at the landing (and
+    counted with decode pool d).
     When the decode pool finishes it, its `first_token_s` and `queued_s` are set back to the
     landing and the prefill queueing (a decode instance may have written its own).
     """
