@@ -8,13 +8,13 @@ max_throughput plan) x `--rate-scale`.
 - `gamma:CV`: the same with Gamma inter-arrival times of coefficient of variation CV (CV 1 is
   Poisson; `vllm bench serve --burstiness B` is CV = 1 / sqrt(B));
 - `trace:FILE`: a trace file (CSV or JSONL of arrival time, prompt tokens, output tokens; the
-  Azure LLM inference trace format loads as it is), replayed for every service as it is, time
-  compressed by the rate scale;
+  Azure LLM inference trace format loads as it is), time compressed by the rate scale; a trace
+  is one service's requests, so it needs a plan of one service;
 - `closed:N` (or `closed:N:vllm|aiperf|sglang`): N clients per service sending back to back as
   that benchmark tool runs them (`vllm bench serve --max-concurrency N` by default).
 
 `--requests` per service; without it the sources' defaults: 2,000 for open loops, 10 per client
-for closed loops, the whole trace.
+for closed loops, the whole trace. Service k of the plan draws with seed + k.
 
 This module stays free of numpy at import: the command line's parser reads its constants.
 """

@@ -157,6 +157,18 @@ def check_plan(doc: PlanResult) -> None:
                          f"({'; '.join(doc.infeasible_because) or 'no fleet'})")
 
 
+def _services(rp: ResolvedProblem, doc: PlanResult, opts: SimulateOptions) -> list[int]:
+    """The problem's index of each planned service (the plan's order)."""
+    if opts.arrival.startswith("trace:") and len(doc.services) > 1:
+        raise InputError(f"--arrival {opts.arrival}: a trace replays one service; the plan has {len(doc.services)} "
+                         f"({', '.join(sr.name for sr in doc.services)})")
+    names = [s.name for s in rp.problem.services]
+    for sr in doc.services:
+        if sr.name not in names:
+            raise InputError(f"plan: service '{sr.name}' is not in problem '{rp.name}' (services: {', '.join(names)})")
+    return [names.index(sr.name) for sr in doc.services]
+
+
 def simulate(rp: ResolvedProblem, doc: PlanResult, opts: SimulateOptions = SimulateOptions(),
              makers: Makers | None = None, on_finished: Callable[[int], None] | None = None,
              timings: bool = True) -> SimulationResult:
@@ -164,12 +176,9 @@ def simulate(rp: ResolvedProblem, doc: PlanResult, opts: SimulateOptions = Simul
     check_plan(doc)
     makers = makers or Makers()
     t0 = time.perf_counter()
-    names = [s.name for s in rp.problem.services]
-    order = [names.index(sr.name) if sr.name in names else -1 for sr in doc.services]
-    if -1 in order:
-        missing = doc.services[order.index(-1)].name
-        raise InputError(f"plan: service '{missing}' is not in problem '{rp.name}' (services: {', '.join(names)})")
-    sources = [makers.make_source(rp, si, sr.demand_qps * opts.rate_scale, opts, opts.seed + 7919 * k)
+    order = _services(rp, doc, opts)
+    # service k draws with seed + k (as solver.replay.sources.services_source seeds them)
+    sources = [makers.make_source(rp, si, sr.demand_qps * opts.rate_scale, opts, opts.seed + k)
                for k, (si, sr) in enumerate(zip(order, doc.services))]
     tags = Tags()
     merged = FleetSource(sources, tags, on_finished=on_finished)

@@ -111,6 +111,13 @@ def test_kv_link_is_the_models_transfer(offline):
     assert float(kv_link(spec).seconds(2048)) == pytest.approx(expect, rel=1e-9)
 
 
+def test_a_trace_replays_one_service(offline):
+    rp, doc = offline
+    two = doc.model_copy(update={"services": doc.services * 2})
+    with pytest.raises(InputError, match="a trace replays one service; the plan has 2"):
+        simulate(rp, two, SimulateOptions(arrival="trace:t.csv"), _makers())
+
+
 def test_infeasible_plan_is_refused(offline):
     rp, doc = offline
     bad = doc.model_copy(update={"status": "infeasible", "infeasible_because": ["budget"]})
