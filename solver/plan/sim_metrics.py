@@ -41,10 +41,14 @@ class _Use:
 
 
 def instance_stats(instances, end_s: float) -> list[_Use]:
-    """The statistics of instances that keep them (`stats` and `kv.total`), else none."""
+    """The statistics of instances that keep them (`stats` with `waiting_s`, `kv_block_s`,
+    `max_waiting`, and `kv.total`; or `stats` already in the metrics' terms), else none."""
     out = []
     for inst in instances:
         st, kv = getattr(inst, "stats", None), getattr(inst, "kv", None)
+        if st is not None and hasattr(st, "queue_integral"):  # already as the metrics read them
+            out.append(st)
+            continue
         if st is None or not hasattr(st, "waiting_s"):
             return []
         total = float(getattr(kv, "total", 0) or 0)

@@ -48,6 +48,8 @@ def test_instance_statistics_become_the_integrals_the_metrics_read():
     assert use.mean_queue_len == pytest.approx(0.3) and use.max_queue_len == 5
     assert use.mean_kv_use == pytest.approx(0.1) and use.preemptions == 4
     assert instance_stats([SimpleNamespace()], 10.0) == []
+    ready = SimpleNamespace(busy_s=1.0, queue_integral=2.0, kv_integral=3.0, preemptions=0)
+    assert instance_stats([SimpleNamespace(stats=ready)], 10.0) == [ready]
 
 
 def test_the_command_lines_router_names_are_the_routers():
