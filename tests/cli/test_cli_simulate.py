@@ -90,15 +90,27 @@ def test_plot_writes_a_png(result_json, tmp_path):
     (("--requests", "0"), "--requests: must be in 1..1,000,000"),
     (("--requests", "2000001"), "--requests: must be in 1..1,000,000"),
     (("--rate-scale", "-1"), "--rate-scale: must be in"),
+    (("--rate-scale", "nan"), "--rate-scale: must be in"),
     (("--arrival", "gamma:x"), "gamma:CV needs a number"),
     (("--arrival", "closed:0"), "closed:N needs a whole number"),
+    (("--arrival", "closed:4:locust"), "TOOL is one of vllm, aiperf, sglang"),
     (("--arrival", "uniform"), "one of poisson, gamma:CV, trace:FILE, closed:N"),
     (("--router", "random"), "invalid choice"),
     (("--seed", "-3"), "--seed: must be in"),
 ])
-def test_bad_flags_exit_2_with_one_line(result_json, args, says):
-    r = cli("simulate", str(result_json), *args)
-    assert r.returncode == 2 and says in r.stderr
+def test_bad_flags_exit_2_with_one_line(args, says, capsys):
+    # in-process (solver.cli.main, what the console script runs): the parser refuses them
+    # before anything is read or planned
+    from solver.cli.main import main
+
+    assert main(["simulate", "no-such.json", *args]) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_flag_through_the_command_line(result_json):
+    r = cli("simulate", str(result_json), "--requests", "0")
+    assert r.returncode == 2 and "--requests: must be in 1..1,000,000" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
 
 
