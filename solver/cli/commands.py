@@ -174,6 +174,39 @@ def _cmd_batch(a: argparse.Namespace) -> int:
     return summary.exit_code
 
 
+def _cmd_simulate(a: argparse.Namespace) -> int:
+    from solver.fleet.solve import SolveOptions
+    from solver.plan.sim_input import is_result_file, plan_to_simulate
+    from solver.plan.sim_sources import expected_requests
+    from solver.plan.simulate import SimulateOptions, check_plan, simulate
+    from solver.report import simulate as views
+
+    if a.plot:
+        views.require_matplotlib("--plot")  # before any planning
+    ref = a.input if is_result_file(a.input) else _problem_path(a.input)
+    rp, doc = plan_to_simulate(ref, a.problem, SolveOptions(time_limit_s=a.time_limit, seed=a.seed),
+                               timings=not a.no_timings)
+    if doc.status == "infeasible":
+        print(f"{doc.problem}: infeasible: nothing to simulate ({'; '.join(doc.infeasible_because)})")
+        return 1
+    check_plan(doc)
+    opts = SimulateOptions(rate_scale=a.rate_scale, arrival=a.arrival, requests=a.requests, seed=a.seed,
+                           router=a.router)
+    bar = views.Progress(expected_requests(a.arrival, a.requests) * len(doc.services), sys.stderr)
+    try:
+        res = simulate(rp, doc, opts, on_finished=bar.advance, timings=not a.no_timings)
+    finally:
+        bar.close()
+    if a.plot:
+        views.simulate_png(res, a.plot)
+    text = views.to_json(res) if a.format == "json" else views.simulate_text(res)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -232,6 +265,7 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
 COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
+    "simulate": _cmd_simulate,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,

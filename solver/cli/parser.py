@@ -182,6 +182,64 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
     _question_solver_args(b)
 
 
+def _bounded(kind, lo, hi, what: str):
+    """An argparse type: a number of `kind` in [lo, hi]."""
+    def parse(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be in {lo:,}..{hi:,}, got {text}")
+        return v
+    return parse
+
+
+def _arrival(text: str) -> str:
+    from solver.plan.sim_sources import parse_arrival
+
+    try:
+        parse_arrival(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def add_simulate(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan simulate`: replay a planned fleet request by request."""
+    from solver.plan.sim_sources import CLOSED_PER_CLIENT, DEFAULT_REQUESTS, MAX_REQUESTS, ROUTERS
+
+    si = sub.add_parser("simulate", help="replay a planned fleet (every pool and its router) request by "
+                        "request and report its latency percentiles, goodput, queues and KV use")
+    si.add_argument("input", metavar="PROBLEM.yaml|RESULT.json",
+                    help="a problem (planned first, as plan --no-record), the name of a shipped problem, or "
+                    "the result document of fleetplan plan --format json")
+    si.add_argument("--problem", metavar="FILE",
+                    help="with RESULT.json: the problem it was planned for (default: the shipped problem "
+                    "of the name the result gives)")
+    si.add_argument("--rate-scale", type=_bounded(float, 1e-3, 1e3, "a number"), default=1.0,
+                    help="arrival rate = planned demand x this (default 1; 0.001..1000)")
+    si.add_argument("--arrival", type=_arrival, default="poisson",
+                    help="poisson (default), gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
+                    "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
+                    "runs them; vllm bench serve --max-concurrency N by default)")
+    si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
+                    help=f"requests per service (at most {MAX_REQUESTS:,}; default {DEFAULT_REQUESTS:,} for open "
+                    f"loops, {CLOSED_PER_CLIENT} per client for closed ones, the whole trace)")
+    si.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1, "a whole number"), default=0)
+    si.add_argument("--router", choices=ROUTERS, default="least_queue",
+                    help="every pool's router (default least_queue)")
+    si.add_argument("--format", choices=["table", "json"], default="table")
+    si.add_argument("--out", help="write the result to this file instead of stdout")
+    si.add_argument("--plot", metavar="FILE.png",
+                    help="TTFT and TPOT CDFs per pool with the SLO bounds (needs matplotlib: pip install "
+                    "'fleetplan[plot]')")
+    si.add_argument("--time-limit", type=_positive_float, default=60.0,
+                    help="with a problem: seconds to plan it (default 60)")
+    si.add_argument("--no-timings", action="store_true",
+                    help="leave wall times null so that the same input and seed give byte-identical output")
+
+
 def add_check(sub: argparse._SubParsersAction) -> None:
     """`fleetplan check`: validate problem files without solving."""
     ch = sub.add_parser("check", help="validate problem files without solving")
@@ -217,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "at the lowest cost.")
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_check,
+    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_check,
                 add_validate, add_catalog, add_schema, profiles_cli.add_parser):
         add(sub)
     return p

@@ -20,6 +20,7 @@ from solver.schema.estimate import EstimateResult
 from solver.schema.problem import Problem
 from solver.schema.questions import FrontierResult, PriceSweepResult
 from solver.schema.result import PlanResult
+from solver.schema.simulation import SimulationResult
 from solver.schema.validation import ValidationReport
 
 BASE_ID = "https://fleetplan.dev/schemas"
@@ -36,6 +37,7 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], Literal["validation", "serialization
     "price-sweep": (PriceSweepResult, "serialization", "fleetplan price-sweep --format json"),
     "batch-summary": (BatchSummary, "serialization", "fleetplan batch: DIR/summary.json"),
     "batch-record": (BatchRecord, "serialization", "fleetplan batch: DIR/results/<key>.record.json"),
+    "simulation": (SimulationResult, "serialization", "fleetplan simulate --format json"),
 }
 
 
