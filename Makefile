@@ -5,6 +5,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PROBLEM ?= problems/llama3-70b-online.yaml
+# pytest-xdist workers for `make test` (auto: one per core; 0: the suite in one process). Each test
+# module runs on one worker (--dist loadfile, tests/conftest.py). CP-SAT runs one worker per solve.
+TEST_WORKERS ?= auto
 
 .PHONY: plan test bench clean
 
@@ -23,7 +26,7 @@ plan: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check solver tests benchmarks
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_perf_model.py

@@ -6,11 +6,14 @@ first two lines say what the error message must contain:
     # expect: services[0].workload.qps     (the field path, or the words, the message must name)
     # line: 10                             (the line the message must point at, or `any`)
 
-Each file is run through the real command line in a subprocess: `python -m solver check FILE`
-for every file, and `python -m solver plan FILE` for half of them: every file in PLAN_ALWAYS and
-files spread evenly over the rest (plan loads the problem through the same code as check, and
-each plan process costs about half a second of imports). The subprocesses run in parallel,
-once per test session.
+Each file is run through the command line in a process of its own: `fleetplan check FILE` for
+every file, and `fleetplan plan FILE` for half of them: every file in PLAN_ALWAYS and files
+spread evenly over the rest (plan loads the problem through the same code as check). The runs
+fork from one helper that imported the CLI once (tests/support/forked_cli.py: a `python -m
+solver` process spends about a second on imports, a bad file a few milliseconds after them),
+in parallel, once per test session; every REAL_EVERY-th of them also runs as `python -m solver`
+subprocess and must give the same exit code, stdout and stderr byte for byte. The inputs
+built to exhaust time or memory (LIMITS) always run as capped `python -m solver` subprocesses.
 
 Cases that the code mishandles today are marked xfail(strict=True) in KNOWN_BUGS, so that a
 fix turns them into failures to be un-marked (and so that they cannot silently regress again).
@@ -23,7 +26,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -31,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import ROOT, cli_env
+from tests.support.forked_cli import Outcome, run_forked
 
 HERE = Path(__file__).resolve().parent
 CORPUS = HERE / "malformed"
@@ -78,13 +81,6 @@ PLAN_ALWAYS = set(KNOWN_BUGS) | FIXED_BUGS | {
 class Expect:
     field: str
     line: int | None  # None: any line
-
-
-@dataclass(frozen=True)
-class Outcome:
-    rc: int | None  # None: timed out
-    stdout: str
-    stderr: str
 
 
 def expectation(path: Path) -> Expect:
@@ -165,7 +161,8 @@ def _jobs() -> list[tuple[str, Path]]:
 
 @cache
 def outcomes() -> dict[tuple[str, str], Outcome]:
-    """Run every (command, file) once, in parallel; capped inputs run alongside, capped."""
+    """Run every (command, file) once, forked in parallel; capped inputs run alongside, as
+    capped subprocesses."""
     capped, plain = {}, []
     start = time.monotonic()
     for command, path in _jobs():
@@ -175,12 +172,20 @@ def outcomes() -> dict[tuple[str, str], Outcome]:
                                             start + seconds)
         else:
             plain.append((command, path))
-    with ThreadPoolExecutor(max_workers=max(2, min(16, os.cpu_count() or 2))) as pool:
-        results = dict(zip(((c, p.name) for c, p in plain),
-                           pool.map(lambda job: run_cli(_argv(*job)), plain)))
+    runs = run_forked([[c, str(p)] for c, p in plain], timeout=TIMEOUT_S)
+    results = dict(zip(((c, p.name) for c, p in plain), runs))
     for key, (job, deadline) in capped.items():
         results[key] = _limited_finish(job, deadline)
     return results
+
+
+def _real_sample() -> list[tuple[str, Path]]:
+    """Every REAL_EVERY-th forked job, both commands, for the byte-for-byte comparison."""
+    plain = [(c, p) for c, p in _jobs() if p.name not in LIMITS]
+    return plain[::REAL_EVERY]
+
+
+REAL_EVERY = 30  # of the ~210 forked runs, 7 also run as `python -m solver`
 
 
 def _params():
@@ -214,6 +219,15 @@ def test_malformed_problem_exits_2_naming_file_line_and_field(command: str, path
     if want.line is not None:
         at = f"{path.name}:{want.line}:"
         assert any(at in ln for ln in lines), f"expected '{at}' on the line naming {want.field!r}{report}"
+
+
+@pytest.mark.parametrize(("command", "path"), _real_sample(), ids=lambda x: getattr(x, "stem", x))
+def test_forked_run_equals_the_real_command_line(command: str, path: Path):
+    """The forked run of a job (what the corpus tests assert on) is exactly what `python -m
+    solver` gives for it: exit code, stdout and stderr."""
+    real = run_cli(_argv(command, path))
+    assert real.rc == 2, real  # a corpus file: bad input either way
+    assert outcomes()[(command, path.name)] == real
 
 
 def test_valid_problem_passes_check():

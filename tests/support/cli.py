@@ -4,6 +4,11 @@
 `cli_env()`: this environment without FLEETPLAN_DEBUG (which turns error lines into tracebacks
 on purpose) and with the checkout first on PYTHONPATH. `env_lacking(tmp, *packages)` is such an
 environment in which importing each of `packages` fails, as when it is not installed.
+
+`cli_shared(*args)` is `cli(*args)` run once per test process: the modules that check the same
+output (the shipped problems' plans, by test_plan_cli, test_schema_publish and test_decision)
+share one run of it; `plan_json(path)` is the shared `plan PATH --format json --no-timings`.
+A test that checks determinism compares a shared run with a fresh `cli` run.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,3 +46,15 @@ def env_lacking(tmp: Path, *packages: str) -> dict[str, str]:
         (site / pkg).mkdir(parents=True)
         (site / pkg / "__init__.py").write_text(f"raise ImportError('No module named {pkg}')\n")
     return cli_env(site)
+
+
+@cache
+def cli_shared(*args: str) -> subprocess.CompletedProcess:
+    """`fleetplan ARGS...` in ROOT, run once per test process (do not use it where a test
+    changes files the command reads)."""
+    return cli(*args)
+
+
+def plan_json(path: str | Path) -> subprocess.CompletedProcess:
+    """`fleetplan plan PATH --format json --no-timings` (with its decision record), run once."""
+    return cli_shared("plan", str(path), "--format", "json", "--no-timings")
