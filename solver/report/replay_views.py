@@ -70,4 +70,4 @@ def replay_section(r: ReplayCheck) -> str:
                                 "-" if x.bound_ms is None else f"{x.bound_ms:g}"])
     lines = replay_lines(r)
     extra = lines[1 + len(r.services) + len(r.pools):]
-    return "\n".join([para(lines[0], "note"), table(headers, rows), bullets(extra)])
+    return "\n".join([para(lines[0], "note"), table(headers, rows, "replay", "llrrrlrrr"), bullets(extra)])
