@@ -22,7 +22,7 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import parse_problem
 from solver.report.plan_views import to_markdown, to_table
-from solver.schema.decision import Shortfall
+from solver.schema.decision import DecisionRecord, Shortfall, Uncertainty
 from solver.schema.roles import COLOCATED
 from tests.decision.test_decision import decided
 from tests.support.cli import cli
@@ -168,9 +168,6 @@ def test_rounds_are_bounded_and_factors_compound():
 
 
 def _record(doc, r):
-    from solver.decision.record import decide  # noqa: F401  (the record type comes with a plan)
-
-    from solver.schema.decision import DecisionRecord, Uncertainty
-
+    """A record that holds only the replay section `r` (to render it)."""
     return DecisionRecord(uncertainty=Uncertainty(pools=[], central_only=[]), runners_up=[], fallback=None,
                           validity=None, input_sha256="0" * 64, fleetplan_version="test", replay=r)
