@@ -67,7 +67,7 @@ def replay_section(r: ReplayCheck) -> str:
             head = ([p.service, name, f"{p.planned_capacity_qps:,.4g}", steady, _share(p.goodput_share)]
                     if k == 0 else ["", "", "", "", ""])
             rows.append(head + [METRIC_NAMES[x.metric], _ms(x.predicted_ms), _ms(x.simulated_ms),
-                                "-" if x.bound_ms is None else f"{x.bound_ms:g}"])
+                                "-" if x.bound_ms is None else f"{x.bound_ms:,g}"])
     lines = replay_lines(r)
     extra = lines[1 + len(r.services) + len(r.pools):]
     return "\n".join([para(lines[0], "note"), table(headers, rows, "replay", "llrrrlrrr"), bullets(extra)])
