@@ -144,8 +144,8 @@ def replay_round(rp: ResolvedProblem, doc: PlanResult, replayer: Replayer) -> _R
     names = [s.name for s in rp.problem.services]
     services, pools, shortfalls, keys = [], [], [], {}
     for sr, ss in zip(doc.services, sim.services):
-        worst = {m: max((_predicted(p)[m] or 0.0 for p in sr.pools if m in _METRICS[p.role]), default=None)
-                 for m in _METRICS["colocated"]}
+        worst = {m: max((v for p in sr.pools if m in _METRICS[p.role] if (v := _predicted(p)[m]) is not None),
+                        default=None) for m in _METRICS["colocated"]}
         services.append(ReplayedService(
             name=sr.name, demand_qps=sr.demand_qps, throughput_qps=round(ss.replay.throughput_rps, 6),
             steady_qps=ss.steady_qps,

@@ -135,6 +135,8 @@ class ReplayedPool(Doc):
 
 
 class ReplayedService(Strict):
+    """A service's requests over all its pools; `predicted_ms` of a latency is its worst pool's."""
+
     name: str
     demand_qps: float
     throughput_qps: float = Field(description="finished requests / measurement window, as the tools count it")
