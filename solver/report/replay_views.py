@@ -46,7 +46,7 @@ def replay_lines(r: ReplayCheck) -> list[str]:
                    f"goodput {_share(p.goodput_share)}; {lats} ms")
     for m in r.shortfalls:
         out.append(f"replay misses {m.service} {m.pool} {METRIC_NAMES[m.metric]}: {_ms(m.simulated_ms)} ms "
-                   f"simulated vs {m.bound_ms:g} ms bound (+{m.shortfall_pct:.1f}%; analytic {_ms(m.predicted_ms)} ms)")
+                   f"simulated vs {m.bound_ms:,g} ms bound (+{m.shortfall_pct:.1f}%; analytic {_ms(m.predicted_ms)} ms)")
     for d in r.deratings:
         after = "infeasible" if d.cost_after_per_hour is None else f"${d.cost_after_per_hour:,.2f}/h"
         out.append(f"round {d.round}: derated {d.service} {d.pool} capacity x{d.factor:.3g} (x{d.cumulative_factor:.3g} "
