@@ -122,6 +122,12 @@ def main_risk(doc: PlanResult) -> str:
                 f"of {r.pool} ({r.upper_edge_ms:,.0f} of {r.bound_ms:,.4g} ms at the edge)")
     else:
         risk = "no pool has a latency bound to check"
+    replay = doc.decision.replay
+    if replay is not None and replay.shortfalls:
+        w = max(replay.shortfalls, key=lambda m: m.shortfall_pct)
+        risk += (f"; the replay misses {len(replay.shortfalls)} bound{'s' if len(replay.shortfalls) > 1 else ''} "
+                 f"the analytic model meets, worst {METRIC[w.metric]} of {w.service} {w.pool} "
+                 f"({w.simulated_ms:,.0f} ms simulated vs {w.bound_ms:,.4g} ms, +{w.shortfall_pct:.1f}%)")
     a = doc.assumptions
     if a is not None:
         stale = sum(1 for p in a.profiles if p.stale)
