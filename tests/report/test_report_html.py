@@ -370,7 +370,7 @@ def test_markdown_carries_the_same_sections(nasty, nasty_problem):
     md = r.stdout
     heads = [line for line in md.splitlines() if line.startswith("## ")]
     assert heads == ["## Decision", "## Pools", "## Cost breakdown", "## Assumptions",
-                     "## Uncertainty", "## Runners-up", "## Fallback", "## Valid while",
+                     "## Uncertainty", "## Replay", "## Runners-up", "## Fallback", "## Valid while",
                      "## Record", "## Solver"]
     assert "![" not in md and "data:image" not in md  # plain text, no images
     assert "\\<script>" in md
