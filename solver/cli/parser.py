@@ -89,7 +89,10 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                     "equal-cost plans can then differ between runs)")
     pl.add_argument("--no-record", action="store_true",
                     help="skip the decision record (uncertainty bands, runners-up, fallback, "
-                    "validity intervals), which re-solves the problem a few dozen times")
+                    "validity intervals), which re-solves the problem a few dozen times; implies --no-replay")
+    pl.add_argument("--no-replay", action="store_true",
+                    help="leave the replay out of the decision record: the plan is not replayed request by "
+                    "request, and no configuration is derated and re-solved where the replay misses a bound")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")

@@ -9,6 +9,7 @@ from solver import __version__
 from solver.candidates.build import build_candidates
 from solver.decision.alternatives import fallback, runners_up
 from solver.decision.bands import plan_uncertainty
+from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SOLVES, validity
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
@@ -28,12 +29,20 @@ def input_sha256(rp: ResolvedProblem) -> str:
 
 
 def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
-           max_solves: int = MAX_SOLVES) -> PlanResult:
+           max_solves: int = MAX_SOLVES, replay: bool = True, replayer: Replayer | None = None) -> PlanResult:
     """The plan of `rp` with its decision record. The record's extra solves (runners-up, the
     fallback, the validity intervals) run with timings off and the same options, less the
-    model export (`SolveOptions.follow_up`)."""
+    model export (`SolveOptions.follow_up`).
+
+    `replay`: replay the plan (solver/decision/replayed.py) and, where the replay misses a bound
+    the analytic table met, derate that configuration and solve again (bounded); the rest of the
+    record is then built on the final plan and its derated candidates. `replayer`: a stand-in
+    for the replay (tests)."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
+    check = None
+    if replay and doc.status != "infeasible":
+        cs, doc, check = replay_and_correct(rp, cs, doc, opts, timings, replayer)
     # the record's what-if solves get a shorter limit each (an unproven one says "feasible") and
     # export no model: the exported one stays the main plan solve's
     what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
@@ -44,5 +53,6 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
         validity=validity(rp, cs, doc, what_if, max_solves),
         input_sha256=input_sha256(rp),
         fleetplan_version=__version__,
+        replay=check,
     )
     return doc.model_copy(update={"decision": record})

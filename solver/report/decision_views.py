@@ -4,6 +4,7 @@ decision in one paragraph (markdown and html)."""
 from __future__ import annotations
 
 from solver.report.breakdown import METRIC_NAMES, latency_rows, parallel_text
+from solver.report.replay_views import replay_lines
 from solver.schema.decision import DecisionRecord, Interval
 from solver.schema.result import PlanResult, ServiceResult
 
@@ -70,7 +71,8 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         valid += [f"re-measure {m.what}: {m.by} ({m.why})" for m in v.remeasure]
         valid.append(f"({v.solves} solves; within the interval keeping the plan's configurations "
                      "costs at most 2% more than re-planning)")
-    return [("uncertainty", uncertainty_lines(r)), ("runners-up", runners), ("fallback", fallback),
+    replay = [("replay", replay_lines(r.replay))] if r.replay is not None else []
+    return [("uncertainty", uncertainty_lines(r)), *replay, ("runners-up", runners), ("fallback", fallback),
             ("valid while", valid),
             ("record", [f"input sha256 {r.input_sha256}; fleetplan {r.fleetplan_version}"])]
 
@@ -120,6 +122,12 @@ def main_risk(doc: PlanResult) -> str:
                 f"of {r.pool} ({r.upper_edge_ms:,.0f} of {r.bound_ms:,.4g} ms at the edge)")
     else:
         risk = "no pool has a latency bound to check"
+    replay = doc.decision.replay
+    if replay is not None and replay.shortfalls:
+        w = max(replay.shortfalls, key=lambda m: m.shortfall_pct)
+        risk += (f"; the replay misses {len(replay.shortfalls)} bound{'s' if len(replay.shortfalls) > 1 else ''} "
+                 f"the analytic model meets, worst {METRIC[w.metric]} of {w.service} {w.pool} "
+                 f"({w.simulated_ms:,.0f} ms simulated vs {w.bound_ms:,.4g} ms, +{w.shortfall_pct:.1f}%)")
     a = doc.assumptions
     if a is not None:
         stale = sum(1 for p in a.profiles if p.stale)

@@ -25,6 +25,7 @@ from solver.report.html_sections import (
     solver_section,
     validity_section,
 )
+from solver.report.replay_views import replay_section
 from solver.schema.questions import FrontierSection
 from solver.schema.result import PlanResult
 
@@ -99,6 +100,8 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
         sections.append(("cost", "Cost breakdown", cost_section(cost_breakdown(doc))))
         sections.append(("frontier", "Frontier: cost vs served traffic", frontier_section(doc, frontier)))
     r = doc.decision
+    if r is not None and r.replay is not None:
+        sections.append(("replay", "Replay vs analytic", replay_section(r.replay)))
     if r is not None and (feasible or r.runners_up):
         sections.append(("alternatives", "Runners-up and fallback", alternatives_section(r)))
     elif feasible:

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field
 
 from solver.schema.base import Strict
-from solver.schema.pool import Pool, Role
+from solver.schema.pool import Doc, Pool, Role
 
 Metric = Literal["ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms"]
 
@@ -104,10 +104,95 @@ class Validity(Strict):
     solves: int = Field(description="plans solved to find the intervals")
 
 
-class DecisionRecord(Strict):
+class ReplayedLatency(Strict):
+    """One latency percentile: the analytic prediction (the candidate table's) and the replay's."""
+
+    metric: Metric
+    predicted_ms: float | None = Field(description="the analytic model's, as the plan states it")
+    simulated_ms: float | None = Field(description="the replay's; None: no request measured")
+    bound_ms: float | None = Field(description="the SLO bound; None: the service has none")
+
+
+class ReplayedPool(Doc):
+    _omit_when_none = frozenset({"site", "chunk_tokens"})
+
+    service: str
+    role: Role
+    hardware: str
+    site: str | None = None
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    batch: int
+    chunk_tokens: int | None = None
+    instances: int
+    planned_capacity_qps: float
+    throughput_qps: float = Field(description="finished requests / measurement window, as the tools count it")
+    steady_qps: float | None = Field(description="the steady completion rate (fleetplan simulate's steady_qps)")
+    goodput_share: float | None = Field(description="share of finished requests within every bound")
+    latencies: list[ReplayedLatency]
+
+
+class ReplayedService(Strict):
+    """A service's requests over all its pools; `predicted_ms` of a latency is its worst pool's."""
+
+    name: str
+    demand_qps: float
+    throughput_qps: float = Field(description="finished requests / measurement window, as the tools count it")
+    steady_qps: float | None = Field(description="the steady completion rate (fleetplan simulate's steady_qps)")
+    goodput_share: float | None
+    meets_slo: bool = Field(description="every SLO bound met by the service's simulated percentiles")
+    latencies: list[ReplayedLatency]
+
+
+class Shortfall(Strict):
+    """A bound the analytic table met but the replay misses."""
+
+    service: str
+    pool: str = Field(description="role, hardware and layout, in words")
+    metric: Metric
+    bound_ms: float
+    predicted_ms: float
+    simulated_ms: float
+    shortfall_pct: float = Field(description="(simulated - bound) / bound x 100")
+
+
+class Derating(Strict):
+    """One configuration's capacity derated after a replay round, and what re-solving cost."""
+
+    round: int = Field(ge=1)
+    service: str
+    pool: str
+    factor: float = Field(gt=0, le=1, description="capacity multiplier applied this round")
+    cumulative_factor: float = Field(gt=0, le=1, description="product over rounds so far")
+    cost_before_per_hour: float
+    cost_after_per_hour: float | None = Field(description="the re-solved plan's cost; None: infeasible")
+
+
+class ReplayCheck(Strict):
+    """The winning fleet replayed at its demand (solver/decision/replayed.py)."""
+
+    arrival: str
+    requests_per_service: int
+    seed: int
+    rounds: int = Field(description="replays run (1 + the re-solves after derating)")
+    max_rounds: int
+    analytic_cost_per_hour: float = Field(description="the first plan's cost, before any derating")
+    services: list[ReplayedService] = Field(description="the final plan's replay")
+    pools: list[ReplayedPool]
+    shortfalls: list[Shortfall] = Field(description="of the final plan's replay")
+    deratings: list[Derating]
+    note: str = Field(description="what the rounds did, in words")
+
+
+class DecisionRecord(Doc):
+    _omit_when_none = frozenset({"replay"})
+
     uncertainty: Uncertainty
     runners_up: list[Alternative]
     fallback: Fallback | None
     validity: Validity | None
     input_sha256: str = Field(description="sha256 of the problem file's bytes")
     fleetplan_version: str
+    replay: ReplayCheck | None = Field(None, description="the plan replayed; absent with --no-replay")

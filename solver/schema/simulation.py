@@ -34,9 +34,11 @@ class SimulatedPool(Doc):
     planned_capacity_qps: float
     planned_ttft_ms: float | None = Field(description="the plan's p50 TTFT prediction")
     planned_tpot_ms: float | None = Field(description="the plan's p50 TPOT prediction")
-    steady_qps: float | None = Field(description="the steady completion rate: completions per second from the "
-                                     "first arrival + the median E2E to the last arrival (free of a run's ramp-up "
-                                     "and drain); None: the run is shorter than that")
+    steady_qps: float | None = Field(description="the steady completion rate (free of a run's ramp-up and drain): "
+                                     "over the requests that arrived after the fleet filled and before the drain, "
+                                     "their arrival rate / the slope of finish time on arrival time (the arrival "
+                                     "rate when the fleet keeps up, its capacity when a queue grows); None: finish "
+                                     "times do not grow with arrival times")
     replay: PoolReplay
     ttft_quantiles_ms: list[float] | None = Field(
         None, description="TTFT at the 0th, 1st, ..., 100th percentile (the CDF --plot draws)")

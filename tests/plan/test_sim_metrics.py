@@ -21,16 +21,43 @@ def _table():
     return t
 
 
-def test_steady_rate_counts_completions_between_fill_and_drain():
-    t = _table()
-    # E2E 1.2, 1.5, 0.1, 2.3 s: median 1.35; from 0 + 1.35 to the last arrival 3: finishes
-    # 2.1 and 2.5 in 1.65 s
-    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(2 / 1.65, rel=1e-5)
-    t.measured[3] = False  # E2E median 1.2: [1.2, 2] holds the finishes 1.2 (its edge)
-    assert steady_qps(t, np.ones(4, bool)) == pytest.approx(1 / 0.8, rel=1e-5)
-    assert steady_qps(t, np.array([True, False, False, False])) is None  # one request
-    t.arrival_s[:] = [0.0, 0.1, 0.2, 0.3]  # arrivals over 0.3 s, median E2E far longer: no steady part
+def _uniform(rate: float, n: int, e2e) -> RequestTable:
+    t = RequestTable()
+    a = np.arange(n) / rate
+    t.add(a, 100, 11)
+    t.first_token_s[:] = a + 0.1
+    t.finish_s[:] = a + e2e(a)
+    return t
+
+
+def test_steady_rate_is_the_arrival_rate_after_a_ramp_up():
+    # 100 QPS for 10 s; E2E grows from 1 s to 3 s over the first 2 s (the batches fill), then
+    # stays at 3 s. Every request is served: the steady rate is the arrival rate, 100 QPS.
+    # Counting completions between the first arrival + the median E2E (3 s) and the last
+    # arrival (9.99 s) would read 600 / 6.99 = 85.8 (arrivals 1-2 s finish 3-5 s, 2-6.99 s
+    # finish 5-9.99 s): the ramp's finishes trail its arrivals.
+    t = _uniform(100.0, 1000, lambda a: 1.0 + np.minimum(a, 2.0))
+    # p90 E2E 3 s: arrivals in [3, 6.99] (399 or 400 of them by rounding at the edges, E2E flat:
+    # slope 1): 399 / 3.99 or 400 / 3.99
+    assert steady_qps(t, np.ones(1000, bool)) == pytest.approx(100.0, abs=0.26)
+
+
+def test_steady_rate_is_the_capacity_when_a_queue_grows():
+    # 100 QPS offered to a server finishing one request every 1/40 s (FIFO): E2E grows, the p90
+    # E2E is longer than half the run, so the middle half of the arrivals [2.4975, 7.4925] is
+    # used; there finish times rise 1/40 s per 1/100 s of arrival (slope 2.5): 100 / 2.5 = 40.
+    n = 1000
+    t = _uniform(100.0, n, lambda a: 0.5 + np.arange(n) / 40.0 - a)
+    got = steady_qps(t, np.ones(n, bool))
+    mid = np.count_nonzero((t.arrival_s >= 9.99 / 4) & (t.arrival_s <= 9.99 * 3 / 4))
+    assert got == pytest.approx(mid / (9.99 / 2) / 2.5, rel=1e-6)
+    assert got == pytest.approx(40.0, rel=0.01)
+
+
+def test_steady_rate_without_a_steady_part():
+    t = _uniform(100.0, 4, lambda a: 2.0 - 10 * a)  # later arrivals finish first: nothing steady
     assert steady_qps(t, np.ones(4, bool)) is None
+    assert steady_qps(t, np.array([True, False, False, False])) is None  # one request
 
 
 def test_quantiles_are_the_cdf_in_ms():

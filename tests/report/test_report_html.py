@@ -25,8 +25,9 @@ from tests.support.cli import ROOT, cli, env_lacking
 from tests.support.questions_problem import small_problem
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-FEASIBLE_SECTIONS = ["decision", "pools", "latency", "cost", "frontier", "alternatives",
+FEASIBLE_SECTIONS = ["decision", "pools", "latency", "cost", "frontier", "replay", "alternatives",
                      "assumptions", "validity", "solver"]
+NO_RECORD_SECTIONS = [s for s in FEASIBLE_SECTIONS if s != "replay"]  # the replay is part of the record
 NASTY = '<script>alert("x")</script> $\\frac{1}$ & co'  # HTML, and matplotlib math mode
 
 
@@ -354,7 +355,7 @@ def test_html_without_a_decision_record(nasty_problem, tmp_path):
     r = cli("plan", str(nasty_problem), "--format", "html", "--out", str(out), "--no-record")
     assert r.returncode == 0, r.stderr
     page = Page(out.read_text())
-    assert list(page.sections) == FEASIBLE_SECTIONS
+    assert list(page.sections) == NO_RECORD_SECTIONS
     assert "Not computed: the plan carries no decision record" in page.sections["alternatives"]
     assert "Not computed: the plan carries no decision record" in page.sections["validity"]
     assert "the prediction error was not assessed" in page.decision
@@ -369,7 +370,7 @@ def test_markdown_carries_the_same_sections(nasty, nasty_problem):
     md = r.stdout
     heads = [line for line in md.splitlines() if line.startswith("## ")]
     assert heads == ["## Decision", "## Pools", "## Cost breakdown", "## Assumptions",
-                     "## Uncertainty", "## Runners-up", "## Fallback", "## Valid while",
+                     "## Uncertainty", "## Replay", "## Runners-up", "## Fallback", "## Valid while",
                      "## Record", "## Solver"]
     assert "![" not in md and "data:image" not in md  # plain text, no images
     assert "\\<script>" in md
