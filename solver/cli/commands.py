@@ -82,7 +82,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
     else:
         from solver.decision.record import decide
 
-        doc = decide(rp, opts, timings=not a.no_timings, replay=not a.no_replay)
+        doc = decide(rp, opts, timings=not a.no_timings, replay=not a.no_replay,
+                     record_seconds=a.record_seconds)
     if a.format == "html":  # the report's frontier section: a small frontier of the same problem
         from solver.questions.report_frontier import report_frontier
         from solver.report.html import to_html

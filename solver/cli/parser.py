@@ -29,6 +29,13 @@ def _positive(text: str) -> int:
     return v
 
 
+def _record_seconds(text: str) -> float:
+    v = _positive_float(text)
+    if v > 3600:
+        raise argparse.ArgumentTypeError(f"at most 3600 seconds, got {text}")
+    return v
+
+
 def _positive_float(text: str) -> float:
     try:
         v = float(text)
@@ -93,6 +100,10 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--no-replay", action="store_true",
                     help="leave the replay out of the decision record: the plan is not replayed request by "
                     "request, and no configuration is derated and re-solved where the replay misses a bound")
+    pl.add_argument("--record-seconds", type=_record_seconds, default=15.0, metavar="S",
+                    help="wall-clock budget of the decision record's validity search (default 15, at most "
+                    "3600); a search cut short reports its ends as search limits, so on a loaded machine "
+                    "two runs can differ unless the budget is large enough")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")

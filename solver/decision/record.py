@@ -10,7 +10,7 @@ from solver.candidates.build import build_candidates
 from solver.decision.alternatives import fallback, runners_up
 from solver.decision.bands import plan_uncertainty
 from solver.decision.replayed import Replayer, replay_and_correct
-from solver.decision.validity import MAX_SOLVES, validity
+from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem
@@ -29,7 +29,8 @@ def input_sha256(rp: ResolvedProblem) -> str:
 
 
 def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
-           max_solves: int = MAX_SOLVES, replay: bool = True, replayer: Replayer | None = None) -> PlanResult:
+           max_solves: int = MAX_SOLVES, replay: bool = True, replayer: Replayer | None = None,
+           record_seconds: float = MAX_SECONDS) -> PlanResult:
     """The plan of `rp` with its decision record. The record's extra solves (runners-up, the
     fallback, the validity intervals) run with timings off and the same options, less the
     model export (`SolveOptions.follow_up`).
@@ -37,7 +38,8 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     `replay`: replay the plan (solver/decision/replayed.py) and, where the replay misses a bound
     the analytic table met, derate that configuration and solve again (bounded); the rest of the
     record is then built on the final plan and its derated candidates. `replayer`: a stand-in
-    for the replay (tests)."""
+    for the replay (tests). `record_seconds`: wall-clock budget of the validity search (a search
+    cut short reports its ends as search limits, so on a loaded machine two runs can differ)."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
     check = None
@@ -50,7 +52,7 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
         uncertainty=plan_uncertainty(rp, doc),
         runners_up=runners_up(rp, cs, doc, what_if),
         fallback=fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
-        validity=validity(rp, cs, doc, what_if, max_solves),
+        validity=validity(rp, cs, doc, what_if, max_solves, record_seconds),
         input_sha256=input_sha256(rp),
         fleetplan_version=__version__,
         replay=check,

@@ -138,11 +138,11 @@ def remeasure(doc: PlanResult) -> list[Remeasure]:
 
 
 def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
-             max_solves: int = MAX_SOLVES) -> Validity:
+             max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS) -> Validity:
     if winner.status == "infeasible":
         return Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
     kept_cs = only_configurations(cs, winner, rp)
-    budget = _Budget(max_solves // 2, MAX_SECONDS)  # each probe solves twice
+    budget = _Budget(max_solves // 2, seconds)  # each probe solves twice
     objective = rp.problem.objective
 
     def probe(variant: ResolvedProblem) -> tuple[bool, PlanResult]:

@@ -23,7 +23,7 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
 from solver.plan.planner import plan
 from solver.problem.load import derive, load_problem
-from tests.support.cli import ROOT, cli, cli_shared, plan_json
+from tests.support.cli import EXACT_RECORD, ROOT, cli, cli_shared, plan_json
 
 OPTS = SolveOptions(time_limit_s=30.0)
 DEFAULT = ROOT / "problems" / "llama3-70b-online.yaml"
@@ -157,8 +157,8 @@ def test_max_throughput_runners_up_report_throughput():
 
 
 def test_cli_carries_the_record_unless_told_not_to():
-    a = plan_json(DEFAULT)  # shared with test_plan_cli: one run per test process
-    b = cli("plan", str(DEFAULT), "--format", "json", "--no-timings")
+    a = plan_json(DEFAULT, exact=True)  # shared with test_plan_cli: one run per test process
+    b = cli("plan", str(DEFAULT), "--format", "json", "--no-timings", *EXACT_RECORD)
     assert a.returncode == 0, a.stderr
     assert a.stdout == b.stdout  # the record is deterministic too
     doc = json.loads(a.stdout)
@@ -166,6 +166,6 @@ def test_cli_carries_the_record_unless_told_not_to():
     bare = json.loads(cli("plan", str(DEFAULT), "--format", "json", "--no-timings", "--no-record").stdout)
     assert bare["decision"] is None
     assert {k: v for k, v in doc.items() if k != "decision"} == {k: v for k, v in bare.items() if k != "decision"}
-    table = cli_shared("plan", str(DEFAULT), "--no-timings").stdout  # shared with test_plan_cli
+    table = cli_shared("plan", str(DEFAULT), "--no-timings", *EXACT_RECORD).stdout  # shared with test_plan_cli
     for title in ("uncertainty:", "runners-up:", "fallback:", "valid while:"):
         assert title in table

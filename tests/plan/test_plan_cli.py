@@ -21,7 +21,7 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, load_problem, resolve
 from solver.schema.result import PlanResult
-from tests.support.cli import cli_shared, plan_json
+from tests.support.cli import EXACT_RECORD, cli_shared, plan_json
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = sorted((ROOT / "problems").glob("*.yaml"))
@@ -120,7 +120,8 @@ def test_there_are_shipped_problems():
 
 
 def test_same_input_and_seed_give_byte_identical_json():
-    args = ("plan", str(DEFAULT), "--format", "json", "--no-timings", "--seed", "7", "--time-limit", "30")
+    args = ("plan", str(DEFAULT), "--format", "json", "--no-timings", "--seed", "7", "--time-limit", "30",
+            *EXACT_RECORD)
     a, b = cli(*args), cli(*args)
     assert a.returncode == b.returncode == 0, a.stderr + b.stderr
     assert a.stdout == b.stdout
@@ -133,7 +134,7 @@ def test_same_input_and_seed_give_byte_identical_json():
 def test_byte_identical_for_a_multi_type_problem():
     """A second problem (three hardware types under supply limits) planned twice, without the
     decision record: the record's validity search stops at a wall-clock deadline
-    (solver/decision/validity.py MAX_SECONDS), which this problem's record reaches on a loaded
+    (`--record-seconds`, default 15 s), which this problem's record reaches on a loaded
     machine, and then its intervals differ. The record's determinism is checked on the default
     problem (tests/decision/test_decision.py::test_cli_carries_the_record_unless_told_not_to)."""
     path = str(ROOT / "problems" / "mixed-supply.yaml")
@@ -153,25 +154,25 @@ def test_timings_are_reported_without_no_timings():
 
 @pytest.mark.parametrize("fmt", ["yaml", "markdown", "table"])
 def test_other_formats(fmt: str):
-    r = cli_shared("plan", str(DEFAULT), "--format", fmt, "--no-timings")
+    r = cli_shared("plan", str(DEFAULT), "--format", fmt, "--no-timings", *EXACT_RECORD)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() and "llama3-70b-online" in r.stdout
     if fmt == "yaml":
-        assert yaml.safe_load(r.stdout) == json.loads(planned_json(str(DEFAULT)).stdout)
+        assert yaml.safe_load(r.stdout) == json.loads(plan_json(DEFAULT, exact=True).stdout)
 
 
 def test_table_is_the_default_format():
-    r = cli_shared("plan", str(DEFAULT), "--no-timings")  # shared with test_decision
+    r = cli_shared("plan", str(DEFAULT), "--no-timings", *EXACT_RECORD)  # shared with test_decision
     assert r.returncode == 0, r.stderr
-    assert r.stdout == cli_shared("plan", str(DEFAULT), "--format", "table", "--no-timings").stdout
+    assert r.stdout == cli_shared("plan", str(DEFAULT), "--format", "table", "--no-timings", *EXACT_RECORD).stdout
 
 
 def test_out_writes_the_file_and_prints_nothing(tmp_path: Path):
     out = tmp_path / "plan.json"
-    r = cli("plan", str(DEFAULT), "--format", "json", "--no-timings", "--out", str(out))
+    r = cli("plan", str(DEFAULT), "--format", "json", "--no-timings", "--out", str(out), *EXACT_RECORD)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
-    assert out.read_text() == planned_json(str(DEFAULT)).stdout
+    assert out.read_text() == plan_json(DEFAULT, exact=True).stdout
     assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temporary left behind
 
 

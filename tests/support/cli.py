@@ -55,6 +55,13 @@ def cli_shared(*args: str) -> subprocess.CompletedProcess:
     return cli(*args)
 
 
-def plan_json(path: str | Path) -> subprocess.CompletedProcess:
-    """`fleetplan plan PATH --format json --no-timings` (with its decision record), run once."""
-    return cli_shared("plan", str(path), "--format", "json", "--no-timings")
+# The decision record's validity search stops at a wall-clock budget (15 s by default); on a
+# loaded machine a search cut short ends elsewhere, so tests that compare two record-carrying
+# runs byte for byte give it a budget no run reaches.
+EXACT_RECORD = ("--record-seconds", "600")
+
+
+def plan_json(path: str | Path, exact: bool = False) -> subprocess.CompletedProcess:
+    """`fleetplan plan PATH --format json --no-timings` (with its decision record), run once;
+    `exact`: with EXACT_RECORD, for tests that compare it with another record-carrying run."""
+    return cli_shared("plan", str(path), "--format", "json", "--no-timings", *(EXACT_RECORD if exact else ()))
