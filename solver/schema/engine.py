@@ -67,10 +67,11 @@ class EngineParams(Strict):
         "(norms x2, qkv, attention, o, gate/up, act, down, 2 collectives)",
     )
     unmeasured_kernels_per_layer: float = Field(
-        4.0,
+        3.0,
         ge=0,
         description="with measured operator tables: kernels per layer that are not measured "
-        "(two norms, activation, residual adds) and still pay the kernel overhead",
+        "and still pay the kernel overhead: two residual add + RMSNorm (fused, vLLM's "
+        "fused_add_rms_norm) and the activation; their HBM traffic is charged apart",
     )
     mixed_batch_slowdown: float = Field(
         1.10,
@@ -115,7 +116,8 @@ class EngineParams(Strict):
         gt=0,
         le=1,
         description="average occupancy of decode batch slots under Poisson arrivals "
-        "(aiconfigurator's rate-matching decode factor 0.92, 'not saturating the batch slot')",
+        "(aiconfigurator's rate-matching decode factor 0.92, 'not saturating the batch slot'); "
+        "online services only: without a TPOT bound (offline) a backlog keeps every slot full (1)",
     )
     max_utilization: float = Field(
         0.95,
