@@ -8,8 +8,12 @@ Run it with the project's environment (it checks each plan with fleetplan's vali
 The source is `systems/silicon_sample.csv` of the PyPI package aiconfigurator-core (Apache-2.0,
 NVIDIA; see NOTICE); by default it is looked up in the installed package. Only colocated
 ("agg") rows of models and systems that have fleetplan cards are converted; the rest are
-counted and skipped. Extra columns (id, source system, model path, engine version, measurement
-source) are passed through. Measured data is precious: this file is for judging accuracy and,
+counted and skipped. The sample's `batch_size` is per attention data-parallel rank, so the
+benchmark's concurrency is batch_size x attention_dp_size (aiconfigurator-core 0.12.0,
+sdk/backends/base_backend.py: `global_bs = bs * attention_dp_size` and `concurrency = global_bs`
+in the static estimate; the sample's own `silicon_concurrency=` field equals batch_size x
+attention_dp_size on 168 of its 169 aggregated DP rows; every converted row has pp 1). Extra
+columns (id, source system, model path, engine version, measurement source) are passed through. Measured data is precious: this file is for judging accuracy and,
 for the h100_sxm rows only, for calibration (benchmarks/calibrate.py).
 """
 
@@ -80,6 +84,11 @@ def _plan_ok(model: str, tp: int, pp: int, ep: int, dp: int) -> str | None:
     return f"plan not representable ({', '.join(bad)})" if bad else None
 
 
+def concurrency(batch_size: str, dp: int) -> str:
+    """The closed loop's concurrency: the sample's per-DP-rank batch times the DP ranks."""
+    return "" if batch_size in ("", "0") else str(int(batch_size) * dp)
+
+
 def convert(src: Path) -> tuple[list[dict], Counter]:
     skipped: Counter = Counter()
     out = []
@@ -109,7 +118,7 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
             continue
         out.append({
             "model": model, "hardware": hw, "precision": PRECISION[quant], "mode": "colocated",
-            "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": r["batch_size"],
+            "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": concurrency(r["batch_size"], dp),
             "tp": tp, "pp": max(1, int(r["pp_size"] or 1)), "ep": ep, "dp": dp,
             "ttft_ms": r["silicon_ttft_ms"], "tpot_ms": r["silicon_tpot_ms"], "engine": r["backend"],
             "source_id": r["id"], "source_system": r["system"], "source_model": r["model_path"],

@@ -166,7 +166,7 @@ def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: Engin
         ttft, tpot, st = prefill_ms, None, pre_st
         sources = _sources((pre_st, 1.0))
     elif stage == "decode":
-        mem = memory(arch, hw, plans, s + o, B, engine)
+        mem = memory(arch, hw, plans, wl.decode_context, B, engine)  # staggered contexts
         qps = B / (o * float(dec_s[0]))
         tokens = B / float(dec_s[0])
         ttft, tpot, st = None, decode_ms, dec_st

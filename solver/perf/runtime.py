@@ -30,43 +30,12 @@ from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
+from solver.perf.workload import Slo, Workload, slot_fill
 from solver.schema.engine import EngineParams
 
+__all__ = ["Slo", "Workload", "slot_fill"]  # re-exported: callers use rt.Workload, rt.Slo
+
 Z99 = 2.3263478740408408  # standard normal 99th percentile
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    """Token lengths of one service (means and tails, tokens)."""
-
-    input_tokens: float
-    output_tokens: float
-    input_p99_tokens: float | None = None
-    output_p99_tokens: float | None = None
-
-    @property
-    def input_p99(self) -> float:
-        return self.input_p99_tokens or self.input_tokens
-
-    @property
-    def output_p99(self) -> float:
-        return self.output_p99_tokens or self.output_tokens
-
-    @property
-    def decode_context(self) -> float:
-        """Mean KV context of a decoding sequence: input + output / 2."""
-        return self.input_tokens + self.output_tokens / 2.0
-
-
-@dataclass(frozen=True, slots=True)
-class Slo:
-    """Latency bounds in ms (None: unconstrained) and the safety margin on predictions."""
-
-    ttft_p50_ms: float | None = None
-    ttft_p99_ms: float | None = None
-    tpot_p50_ms: float | None = None
-    tpot_p99_ms: float | None = None
-    safety_margin: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,8 +276,9 @@ def decode_role(
     ok = _within(tpot * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
         tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin
     )
-    mem = memory(arch, hw, plans, wl.input_tokens + wl.output_tokens, B, engine)
-    capacity = engine.decode_slot_fill * B / (wl.output_tokens * tpot)
+    mem = memory(arch, hw, plans, wl.decode_context, B, engine)
+    fill = slot_fill(slo, engine)
+    capacity = fill * B / (wl.output_tokens * tpot)
     nan = np.full(len(plans), np.nan)
     good = ok & mem.fits
     return RoleMetrics(
@@ -320,8 +290,8 @@ def decode_role(
         tpot_p50_ms=tpot * 1e3,
         tpot_p99_ms=tpot99 * 1e3,
         capacity_qps=np.where(good, capacity, 0.0),
-        tokens_per_s=np.where(good, engine.decode_slot_fill * B / tpot, 0.0),
-        utilization=np.full(len(plans), engine.decode_slot_fill),
+        tokens_per_s=np.where(good, fill * B / tpot, 0.0),
+        utilization=np.full(len(plans), fill),
         slo_ok=ok,
         breakdown=st,
     )
@@ -362,7 +332,7 @@ def colocated_role(
     tau = f * tau_m + (1.0 - f) * tau_d
     spread = Z99 * np.sqrt(f * (1.0 - f) / max(o - 1.0, 1.0)) * (tau_m - tau_d)
     tpot99 = tau + spread
-    lam = engine.decode_slot_fill * B / (o * tau)
+    lam = slot_fill(slo, engine) * B / (o * tau)
     # the prefill lane: busy share rho, per-prompt service input x tau_m / chunk
     service = s * tau_m / c
     rho = np.minimum(lam * service, 1.0)
@@ -379,7 +349,7 @@ def colocated_role(
         & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin)
         & _within(tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin)
     )
-    mem = memory(arch, hw, plans, s + o, B + c, engine)
+    mem = memory(arch, hw, plans, wl.decode_context, B + c, engine)
     good = ok & mem.fits
     return RoleMetrics(
         memory=mem,

@@ -115,7 +115,8 @@ class EngineParams(Strict):
         gt=0,
         le=1,
         description="average occupancy of decode batch slots under Poisson arrivals "
-        "(aiconfigurator's rate-matching decode factor 0.92, 'not saturating the batch slot')",
+        "(aiconfigurator's rate-matching decode factor 0.92, 'not saturating the batch slot'); "
+        "online services only: without a TPOT bound (offline) a backlog keeps every slot full (1)",
     )
     max_utilization: float = Field(
         0.95,

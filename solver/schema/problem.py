@@ -186,7 +186,12 @@ def _degrees(limit: int):
     return Annotated[list[Annotated[int, Field(ge=1, le=limit)]], Field(min_length=1, max_length=64)]
 
 
-DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512]
+# Decode batches: steps of at most 4/3 from 96 to 512, where TPOT bounds of dense models usually
+# bind (a step of r loses up to 1 - 1/r of the capacity between grid points), then doubling-ish
+# steps to 4096 for MoE and large-memory decode (expert weights amortise over thousands of
+# sequences). Rows that do not fit in memory are pruned before the solver sees them.
+DEFAULT_BATCHES = [1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 160, 192, 256, 320, 384, 512, 768, 1024, 1536,
+                   2048, 3072, 4096]
 
 
 class Search(Strict):

@@ -448,8 +448,13 @@ def test_decode_role_capacity_exact(a70, h100):
     r = rt.decode_role(a70, h100, p, wl, rt.Slo(), E)
     assert r.fits.all() and r.slo_ok.all()
     tpot_s = r.tpot_p50_ms / 1e3
-    assert r.capacity_qps == pytest.approx(E.decode_slot_fill * B / (128.0 * tpot_s), rel=1e-12)
-    assert r.tokens_per_s == pytest.approx(E.decode_slot_fill * B / tpot_s, rel=1e-12)
+    # no TPOT bound (offline): a backlog refills every slot, fill 1
+    assert r.capacity_qps == pytest.approx(B / (128.0 * tpot_s), rel=1e-12)
+    assert r.tokens_per_s == pytest.approx(B / tpot_s, rel=1e-12)
+    # a TPOT bound (online): slots left free by Poisson arrivals, fill decode_slot_fill
+    online = rt.decode_role(a70, h100, p, wl, rt.Slo(tpot_p50_ms=1e9), E)
+    assert online.capacity_qps == pytest.approx(E.decode_slot_fill * B / (128.0 * tpot_s), rel=1e-12)
+    assert online.tokens_per_s == pytest.approx(E.decode_slot_fill * B / tpot_s, rel=1e-12)
     assert np.all(np.isnan(r.prefill_ms)) and np.all(np.isnan(r.ttft_p50_ms))
     # an SLO below the step time: capacity 0 and not feasible
     tight = rt.decode_role(a70, h100, p, wl, rt.Slo(tpot_p50_ms=1.0), E)
