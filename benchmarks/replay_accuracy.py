@@ -1,0 +1,79 @@
+"""Replay vs closed form on the measured sample: median |error| per system, engine, mode and
+dense/MoE, for TTFT and TPOT, side by side.
+
+    python benchmarks/replay_accuracy.py [--csv benchmarks/data/silicon_sample_validate.csv]
+        [--hardware h100-sxm] [--statistic mean|median] [--slowdown 1.0|calibrated] [--out FILE.md]
+
+Each row is predicted by `solver.accuracy.validate.predict_rows` (closed form) and by
+`solver.accuracy.replay_rows.replay_rows` (the row's benchmark replayed on one simulated
+instance), with the shipped calibrations. Only the h100-sxm rows are the calibration's fitted
+rows; the others are held out. Prints (and writes with --out) a markdown table and the replay's
+wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from solver.accuracy.replay_rows import replay_rows
+from solver.accuracy.validate import parse_measured, predict_rows
+from solver.catalog import shipped
+
+FIT_HARDWARE = "h100-sxm"
+
+
+def _med(pred: np.ndarray, meas: np.ndarray) -> float:
+    return float(np.nanmedian(np.abs(pred / meas - 1.0)) * 100.0)
+
+
+def table(rows, cf: tuple, rp: tuple) -> str:
+    meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    moe: dict[str, bool] = {}
+    for k, r in enumerate(rows):
+        if r.model not in moe:
+            moe[r.model] = shipped.model_card(r.model).moe is not None
+        key = (r.hardware, r.engine or "-", r.raw.get("mode", "colocated"), "MoE" if moe[r.model] else "dense")
+        groups[key].append(k)
+        groups[(r.hardware, "all", "all", "all")].append(k)
+    out = ["| system | engine | mode | models | rows | TTFT closed-form | TTFT replay | TPOT closed-form | TPOT replay |",
+           "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for key in sorted(groups, key=lambda k: (k[0], k[1] == "all", k)):
+        i = np.array(groups[key])
+        fit = " (fitted)" if key[0] == FIT_HARDWARE else ""
+        cells = [_med(p[0][i], meas[0][i]) for p in (cf, rp)] + [_med(p[1][i], meas[1][i]) for p in (cf, rp)]
+        out.append(f"| {key[0]}{fit} | {key[1]} | {key[2]} | {key[3]} | {len(i)} | "
+                   + " | ".join(f"{c:.1f}%" for c in cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--csv", type=Path, default=Path(__file__).parent / "data" / "silicon_sample_validate.csv")
+    ap.add_argument("--hardware", default=None, help="only this hardware's rows")
+    ap.add_argument("--statistic", choices=["mean", "median"], default="mean")
+    ap.add_argument("--slowdown", default="1.0", help="mixed-batch slowdown of the replay: a number or 'calibrated'")
+    ap.add_argument("--out", type=Path, default=None)
+    a = ap.parse_args()
+    _, rows = parse_measured(str(a.csv), a.csv.read_text())
+    if a.hardware:
+        rows = [r for r in rows if r.hardware == a.hardware]
+    cf = predict_rows(str(a.csv), rows)
+    t0 = time.perf_counter()
+    slowdown = None if a.slowdown == "calibrated" else float(a.slowdown)
+    rp = replay_rows(str(a.csv), rows, statistic=a.statistic, slowdown=slowdown)
+    wall = time.perf_counter() - t0
+    text = (f"{len(rows)} rows of {a.csv.name}; replay ({a.statistic} over requests, mixed-batch slowdown "
+            f"{a.slowdown}): {wall:.0f} s wall\n\n" + table(rows, cf, rp))
+    print(text)
+    if a.out:
+        a.out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()
