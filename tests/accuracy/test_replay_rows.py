@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+from solver.accuracy.replay_disagg import parse_disagg, replay_disagg
 from solver.accuracy.replay_rows import benchmark_tool, replay_row, replay_rows
 from solver.accuracy.validate import parse_measured, validate_text
 from solver.cli.main import main
@@ -121,3 +122,31 @@ def test_cli_replay_bad_file_exit_2(tmp_path):
 def test_unknown_predictor():
     with pytest.raises(InputError, match="--model"):
         validate_text("m.csv", HEADER + ROWS, model="magic")
+
+
+DISAGG_HEADER = ("model,hardware,precision,mode,input_tokens,output_tokens,concurrency,prefill_tp,prefill_pp,"
+                 "prefill_ep,prefill_dp,prefill_workers,prefill_batch,decode_tp,decode_pp,decode_ep,decode_dp,"
+                 "decode_workers,decode_batch,ttft_ms,tpot_ms,engine,source_id\n")
+DISAGG_ROW = "llama-3.1-8b,h100-sxm,bf16,disaggregated,512,8,2,1,1,1,1,1,1,1,1,1,1,2,2,40.0,8.0,vllm,x_cfg1\n"
+
+
+def test_disagg_row_replays_through_prefill_and_decode_pools():
+    rows = parse_disagg("d.csv", DISAGG_HEADER + DISAGG_ROW)
+    assert rows[0].ints["decode_workers"] == 2 and benchmark_tool(rows[0].raw) == "inferencex"
+    ttft, tpot = replay_disagg("d.csv", rows)
+    # one prompt per prefill forward pass of 512 tokens of an 8B model on one H100: more than the
+    # 1 ms floor of step overhead; the decode pool's 2 workers hold one or two sequences each
+    assert np.isfinite(ttft[0]) and ttft[0] > 1.0
+    assert np.isfinite(tpot[0]) and 1.0 < tpot[0] < ttft[0]
+
+
+@pytest.mark.parametrize("old, new, field", [
+    (",1,1,1,1,1,1,1,1,1,1,2,2,", ",1,1,1,1,0,1,1,1,1,1,2,2,", "prefill_workers"),
+    ("disaggregated", "colocated", "mode"),
+    (",40.0,", ",-1,", "ttft_ms"),
+    ("x_cfg1", "x_cfg1,extra", "more values"),
+])
+def test_disagg_csv_errors_name_file_line_and_field(old, new, field):
+    text = DISAGG_HEADER + DISAGG_ROW + DISAGG_ROW.replace(old, new, 1)
+    with pytest.raises(InputError, match=rf"d\.csv:3: {field}"):
+        parse_disagg("d.csv", text)
