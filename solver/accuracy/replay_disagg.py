@@ -5,7 +5,8 @@ output_tokens, concurrency, prefill_tp, prefill_pp, prefill_ep, prefill_dp, pref
 prefill_batch, decode_tp, decode_pp, decode_ep, decode_dp, decode_workers, decode_batch,
 ttft_ms, tpot_ms and optionally engine, benchmark and source_id (as written by
 `benchmarks/silicon_disagg_to_validate.py`; `*_batch` is per attention-data-parallel rank, as
-the sample records it: a worker runs batch x dp sequences).
+the sample records it: a worker runs batch x dp sequences; a decode worker at least its share
+of the clients, as the sample also records batch 1 for decode pools of 48 clients).
 
 Each row is replayed as its benchmark ran: the harness's closed loop
 (`solver.accuracy.replay_rows.benchmark_tool`, `solver/replay/sources/harness.py`) against a
@@ -105,6 +106,8 @@ def parse_disagg(path: str, text: str) -> list[DisaggRow]:
 def _role_plan(path: str, r: DisaggRow, role: str, params, engine: str, cache: dict) -> InstancePlan:
     g = {k: r.ints[f"{role}_{k}"] for k in PLAN}
     batch = g["batch"] * g["dp"]
+    if role == "decode":  # the sample records batch 1 for unset: a decode worker holds its share of the clients
+        batch = max(batch, -(-r.ints["concurrency"] // g["workers"]))
     prompt, ctx = r.ints["input_tokens"], r.ints["input_tokens"] + r.ints["output_tokens"]
     chunk = max(CHUNK_TOKENS, batch * prompt) if role == "prefill" else CHUNK_TOKENS
     key = (r.raw["model"], r.raw["hardware"], r.raw["precision"], engine, role, *g.values(), _context_limit(ctx))
