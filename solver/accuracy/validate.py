@@ -112,6 +112,30 @@ def _stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
     )
 
 
+def _check_group(path: str, arch: ModelArch, plans: Plans, sel: list[Row], model: str) -> None:
+    for rule, mask in invalid_reasons(arch, plans).items():
+        # fewer requests than attention ranks is a real measurement (idle ranks)
+        if rule != "batch_dp" and mask.any():
+            bad = sel[int(np.flatnonzero(mask)[0])]
+            raise InputError(f"{path}:{bad.line}: tp/pp/ep/dp: {RULES[rule]} ({model})")
+
+
+def check_plans(path: str, rows: list[Row]) -> None:
+    """Every row's plan is one fleetplan can represent (InputError naming the line otherwise)."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        groups[r.model].append(r)
+    for model, sel in groups.items():
+        try:
+            arch = ModelArch.from_card(shipped.model_card(model))
+        except InputError as exc:
+            raise InputError(f"{path}:{sel[0].line}: model: {exc}") from None
+        col = lambda c: np.array([r.ints[c] for r in sel])  # noqa: E731
+        plans = Plans.of(hw=0, tp=col("tp"), pp=col("pp"), ep=col("ep"), dp=col("dp"), batch=col("concurrency"),
+                         wprec=0, kvprec=0)
+        _check_group(path, arch, plans, sel, model)
+
+
 def predict_rows(
     path: str,
     rows: list[Row],
@@ -143,11 +167,7 @@ def predict_rows(
         plans = Plans.of(hw=0, tp=col("tp"), pp=col("pp"), ep=col("ep"), dp=col("dp"),
                          batch=col("concurrency"), wprec=precision_code(prec),  # type: ignore[arg-type]
                          kvprec=precision_code(prec))  # type: ignore[arg-type]
-        for rule, mask in invalid_reasons(arch, plans).items():
-            # fewer requests than attention ranks is a real measurement (idle ranks)
-            if rule != "batch_dp" and mask.any():
-                bad = sel[int(np.flatnonzero(mask)[0])]
-                raise InputError(f"{path}:{bad.line}: tp/pp/ep/dp: {RULES[rule]} ({model})")
+        _check_group(path, arch, plans, sel, model)
         wl = rt.Workload(col("input_tokens").astype(float), col("output_tokens").astype(float))  # type: ignore[arg-type]
         cl = loop.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
         ttft[idx] = cl.ttft_ms
@@ -155,9 +175,22 @@ def predict_rows(
     return ttft, tpot
 
 
-def validate_text(path: str, text: str) -> ValidationReport:
+PREDICTORS = ("closed-form", "replay")
+
+
+def validate_text(path: str, text: str, model: str = "closed-form") -> ValidationReport:
+    """`model`: `closed-form` (solver/perf/closed_loop.py) or `replay` (each row's benchmark
+    replayed on one simulated instance: solver/accuracy/replay_rows.py)."""
     header, rows = parse_measured(path, text)
-    ttft, tpot = predict_rows(path, rows)
+    if model == "replay":
+        from solver.accuracy.replay_rows import replay_rows
+
+        check_plans(path, rows)
+        ttft, tpot = replay_rows(path, rows)
+    elif model == "closed-form":
+        ttft, tpot = predict_rows(path, rows)
+    else:
+        raise InputError(f"validate: --model must be one of {', '.join(PREDICTORS)} (got {model!r})")
     meas_ttft = np.array([r.ttft_ms for r in rows])
     meas_tpot = np.array([r.tpot_ms for r in rows])
     out_rows = [
@@ -189,7 +222,7 @@ def validate_text(path: str, text: str) -> ValidationReport:
     )
 
 
-def validate_file(path: str | Path) -> tuple[ValidationReport, str]:
+def validate_file(path: str | Path, model: str = "closed-form") -> tuple[ValidationReport, str]:
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -197,4 +230,4 @@ def validate_file(path: str | Path) -> tuple[ValidationReport, str]:
         raise InputError(f"{p}: no such file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: cannot read: {exc}") from None
-    return validate_text(str(p), text), text
+    return validate_text(str(p), text, model), text

@@ -241,7 +241,7 @@ def _cmd_validate(a: argparse.Namespace) -> int:
     from solver.accuracy.validate import validate_file
     from solver.report import validation_views as views
 
-    report, original = validate_file(a.measured)
+    report, original = validate_file(a.measured, a.model)
     text = {
         "table": lambda: views.to_table(report),
         "json": lambda: views.to_json(report),

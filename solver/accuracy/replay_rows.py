@@ -1,0 +1,161 @@
+"""`fleetplan validate --model replay`: predict each measured row by replaying the benchmark
+that measured it.
+
+A row is a closed-loop benchmark of one colocated instance: C clients, nominal lengths
+(input_tokens, output_tokens), a plan (tp, pp, ep, dp) on one engine. The replay runs
+
+- the harness that measured the row (`benchmark_tool`; its closed loop from
+  `solver/replay/sources/harness.py` `benchmark_source`: phases, warm-ups, request counts and
+  length spread as that tool's code runs them, see `solver/replay/sources/closed.py`),
+- against one instance of the row's engine (`solver/replay/instance.py`, the engine's scheduler
+  policy from `solver/replay/schedulers/`), its iteration times from one `StepTimes` grid per
+  (model, hardware, precision, engine, tp, pp, ep, dp) group, built once and reused by every
+  concurrency and length of the group (the grid covers the group's largest concurrency and
+  context),
+
+and reads TTFT and TPOT over the measured requests as the tools report them: the mean over
+requests of first-token minus send time, and of (latency - TTFT) / (output tokens - 1)
+(`vllm bench serve`'s and aiperf's per-request TPOT; `statistic="median"` gives their p50
+instead).
+
+Which tool measured a row: a `benchmark` column names it (one of
+`solver.replay.sources.harness.BENCHMARKS`); without one, the row's `source_id` (the id of
+aiconfigurator-core's `silicon_sample.csv`, passed through by
+`benchmarks/silicon_to_validate.py`) decides: InferenceX database dumps (ids ending `_cfgN`)
+and the dated InferenceX result exports (ids starting with a date, `2026_04_06_...`; their
+models, images and concurrencies are InferenceX's) were run by InferenceX's
+benchmark_serving.py; every other row (aiconfigurator's gap-analysis collections, most of the
+h100_sxm ones) by aiconfigurator's generated aiperf benchmark. A row without a source is taken
+as `vllm bench serve` at its defaults.
+
+Engine settings the sample does not record: `max_num_seqs` is the row's concurrency (the
+benchmarks size it to the clients), the token budget per iteration `CHUNK_TOKENS`.
+The instance's KV blocks are the memory model's (`solver/replay/kv.py` `KVCache.for_plan`), at
+least the clients' full contexts (the row was measured, so the engine held them).
+The engine's `request_overhead_ms` is added to each TTFT (a per-request cost outside the
+iterations: tokenisation, scheduling, detokenisation of the first token, as the closed form
+adds it); the wave-size law of `solver/perf/closed_loop.py` is not used (the harness is
+explicit here).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import replace
+from typing import Callable, Literal
+
+import numpy as np
+
+from solver.catalog import shipped
+from solver.catalog.calibration import engine_params
+from solver.errors import InputError
+from solver.perf.arch import ModelArch
+from solver.perf.operators.tables import measured_tables
+from solver.perf.tables import HardwareTable, Plans, precision_code
+from solver.replay import metrics
+from solver.replay.instance import InstancePlan
+from solver.replay.kv import KVCache
+from solver.replay.loop import run
+from solver.replay.schedulers import make_policy
+from solver.replay.sources.harness import BENCHMARKS, benchmark_source
+from solver.replay.steptime import Limits, StepTimes
+from solver.schema.engine import EngineParams
+
+# vLLM's default max_num_batched_tokens for the OpenAI server on >= 70 GiB GPUs
+# (vllm/engine/arg_utils.py `_set_default_args`), also TensorRT-LLM's default max_num_tokens
+# (8192, tensorrt_llm/llmapi/llm_args.py) and SGLang's chunked_prefill_size on H100-class GPUs.
+CHUNK_TOKENS = 8192
+DEFAULT_ENGINE = "vllm"
+Statistic = Literal["mean", "median"]
+
+_DUMP = re.compile(r"_cfg\d+$")
+_DATED = re.compile(r"^\d{4}_\d{2}_\d{2}_")
+
+
+def benchmark_tool(raw: dict[str, str]) -> str:
+    """The benchmark tool that measured a row (see the module docstring)."""
+    named = (raw.get("benchmark") or "").strip()
+    if named:
+        return named
+    sid = (raw.get("source_id") or "").strip()
+    if not sid:
+        return "vllm"
+    if _DUMP.search(sid) or _DATED.match(sid):
+        return "inferencex"
+    return "aiconfigurator"
+
+
+def _context_limit(tokens: int) -> int:
+    """The grid's context limit: the next power of two at or above `tokens`."""
+    return 1 << max(int(tokens - 1).bit_length(), 1)
+
+
+def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, engine: str,
+                tables: bool, slowdown: float | None) -> InstancePlan:
+    first = rows[idx[0]]
+    try:
+        arch = ModelArch.from_card(shipped.model_card(first.model))
+    except InputError as exc:
+        raise InputError(f"{path}:{first.line}: model: {exc}") from None
+    try:
+        card = shipped.hardware_card(first.hardware)
+    except InputError as exc:
+        raise InputError(f"{path}:{first.line}: hardware: {exc}") from None
+    profiles = measured_tables([card], first.engine) if tables else None
+    hw = HardwareTable.from_cards([card], engine=params, profiles=profiles)
+    conc = max(rows[k].ints["concurrency"] for k in idx)
+    ctx = max(rows[k].ints["input_tokens"] + rows[k].ints["output_tokens"] for k in idx)
+    i = first.ints
+    plan = Plans.of(hw=0, tp=i["tp"], pp=i["pp"], ep=i["ep"], dp=i["dp"], batch=conc,
+                    wprec=precision_code(first.precision), kvprec=precision_code(first.precision))  # type: ignore[arg-type]
+    # as solver/replay/instance.py `instance_plan`, with the mixed-batch slowdown settable
+    steps = StepTimes.build(arch, hw, plan, params, Limits(conc, CHUNK_TOKENS, _context_limit(ctx)), slowdown)
+    block = make_policy(engine).block_tokens
+    kv = KVCache.for_plan(arch, hw, plan, params, CHUNK_TOKENS, block)
+    # the row was measured, so its engine held its clients' KV: where the memory model leaves
+    # less (e.g. no room at all after the weights), the replay gives the instance that much
+    need = -(-conc * (ctx + block) // block)
+    return InstancePlan(steps, max(kv.total, need), engine, conc, CHUNK_TOKENS)
+
+
+def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int, output_tokens: int,
+               request_overhead_ms: float = 0.0, statistic: Statistic = "mean",
+               seed: int = 0) -> tuple[float, float]:
+    """(TTFT ms, TPOT ms) of one benchmark point replayed on one instance of `ip`."""
+    src = benchmark_source(tool, concurrency, input_tokens, output_tokens, seed=seed)
+    inst = replace(ip, batch=int(concurrency)).instance(src.table)
+    run(src, inst)
+    table = src.table
+    sel = metrics.finished(table, metrics.selected(table))
+    if not len(sel):
+        return float("nan"), float("nan")
+    reduce = np.mean if statistic == "mean" else np.median
+    ttft = float(reduce(metrics.ttft_s(table, sel))) * 1e3 + request_overhead_ms
+    tp = metrics.tpot_s(table, sel)
+    return ttft, float(reduce(tp)) * 1e3 if len(tp) else float("nan")
+
+
+def replay_rows(path: str, rows: list, params_for: Callable[[str | None], EngineParams] = engine_params,
+                tables: bool = True, statistic: Statistic = "mean",
+                slowdown: float | None = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Predicted (ttft_ms, tpot_ms) per row, as `solver.accuracy.validate.predict_rows` gives
+    them, by replaying each row's benchmark (module docstring); one step-time grid per group."""
+    ttft = np.full(len(rows), np.nan)
+    tpot = np.full(len(rows), np.nan)
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for k, r in enumerate(rows):
+        tool = benchmark_tool(r.raw)
+        if tool not in BENCHMARKS:
+            raise InputError(f"{path}:{r.line}: benchmark: expected one of {', '.join(BENCHMARKS)} (got {tool!r})")
+        i = r.ints
+        groups[(r.model, r.hardware, r.precision, r.engine, i["tp"], i["pp"], i["ep"], i["dp"])].append(k)
+    for key, idx in groups.items():
+        engine = key[3] or DEFAULT_ENGINE
+        params = params_for(key[3])
+        ip = _group_plan(path, rows, idx, params, engine, tables, slowdown)
+        for k in idx:
+            r = rows[k]
+            ttft[k], tpot[k] = replay_row(ip, benchmark_tool(r.raw), r.ints["concurrency"], r.ints["input_tokens"],
+                                          r.ints["output_tokens"], params.request_overhead_ms, statistic)
+    return ttft, tpot
