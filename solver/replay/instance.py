@@ -123,6 +123,8 @@ class Instance:
     def next_event_s(self) -> float:
         if self._pending is None:
             self._plan()
+        if self._done:  # rejected while planning: they leave now
+            return self.t
         return self._pending[0] if self._pending is not None else np.inf
 
     def advance(self, t_s: float) -> np.ndarray:

@@ -166,6 +166,17 @@ def test_rejects_a_request_that_can_never_fit():
     assert inst.stats.rejected == 1 and np.isinf(tab.finish_s[0]) and np.isfinite(tab.finish_s[1])
 
 
+def test_a_lone_request_that_can_never_fit_leaves_at_once():
+    # nothing else arrives to wake the instance: the rejection itself is its next event, so
+    # a source waiting on it (a closed loop) hears of it instead of the loop stalling
+    tab = RequestTable()
+    inst = instance(make_policy("vllm", 256, 8192), blocks=2, table=tab)
+    src = ListSource(tab, [0.25], [100], [5])
+    run(src, inst)
+    assert inst.stats.rejected == 1 and np.isinf(tab.finish_s[0])
+    assert inst.advance(np.inf).size == 0 and np.isinf(inst.next_event_s())
+
+
 def test_one_request_through_the_real_grid():
     # alone: the prompt's iteration (2048 tokens, equivalent prompt 2048), then 9 decodes whose
     # context grows from 2049
