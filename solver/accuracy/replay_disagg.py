@@ -21,8 +21,6 @@ mean over the measured requests, plus the engine's request overhead on TTFT, as
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 from dataclasses import dataclass
 
@@ -44,7 +42,7 @@ from solver.replay.sources.harness import BENCHMARKS, benchmark_source
 from solver.replay.steptime import Limits, StepTimes
 
 from .replay_rows import CHUNK_TOKENS, DEFAULT_ENGINE, _context_limit, benchmark_tool
-from .validate import ENGINES
+from .validate import ENGINES, csv_records, milliseconds, whole_numbers
 
 ROLES = ("prefill", "decode")
 PLAN = ("tp", "pp", "ep", "dp", "workers", "batch")
@@ -62,35 +60,11 @@ class DisaggRow:
 
 
 def parse_disagg(path: str, text: str) -> list[DisaggRow]:
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in REQUIRED if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
+    _, records = csv_records(path, text, REQUIRED)
     rows = []
-    for i, raw in enumerate(reader, start=2):
-        def bad(field: str, why: str) -> InputError:
-            return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
-
-        if None in raw:
-            raise InputError(f"{path}:{i}: more values than columns")
-        ints = {}
-        for c in INTS:
-            try:
-                v = float(raw[c])
-            except (TypeError, ValueError):
-                raise bad(c, "expected a whole number") from None
-            if v < 1 or v != int(v):
-                raise bad(c, "must be a whole number >= 1")
-            ints[c] = int(v)
-        meas = []
-        for c in ("ttft_ms", "tpot_ms"):
-            try:
-                v = float(raw[c])
-            except (TypeError, ValueError):
-                raise bad(c, "expected a number of milliseconds") from None
-            if not (math.isfinite(v) and v > 0):
-                raise bad(c, "must be a positive finite number")
-            meas.append(v)
+    for i, raw, bad in records:
+        ints = whole_numbers(raw, INTS, bad)
+        meas = milliseconds(raw, ("ttft_ms", "tpot_ms"), bad)
         if raw["mode"] != "disaggregated":
             raise bad("mode", "expected 'disaggregated'")
         if (raw.get("engine") or "") not in ("", *ENGINES):

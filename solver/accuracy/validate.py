@@ -15,7 +15,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -56,37 +56,64 @@ class Row:
     tpot_ms: float
 
 
-def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
+Bad = Callable[[str, str], InputError]
+
+
+def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], Iterator[tuple[int, dict, Bad]]]:
+    """The header and, per data row, (line, raw values, bad(field, why) -> InputError naming
+    the file, line and field) of a measured CSV; missing columns and surplus values are errors."""
     reader = csv.DictReader(io.StringIO(text))
     header = reader.fieldnames or []
-    missing = [c for c in REQUIRED if c not in header]
+    missing = [c for c in required if c not in header]
     if missing:
         raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
-    rows: list[Row] = []
-    for i, raw in enumerate(reader, start=2):
-        def bad(field: str, why: str) -> InputError:
-            return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
 
-        if None in raw:
-            raise InputError(f"{path}:{i}: more values than columns")
-        ints = {}
-        for c in INTS:
-            try:
-                v = int(float(raw[c]))
-            except (TypeError, ValueError):
-                raise bad(c, "expected a whole number") from None
-            if v < 1 or float(raw[c]) != v:
-                raise bad(c, "must be a whole number >= 1")
-            ints[c] = v
-        measured = {}
-        for c in ("ttft_ms", "tpot_ms"):
-            try:
-                v = float(raw[c])
-            except (TypeError, ValueError):
-                raise bad(c, "expected a number of milliseconds") from None
-            if not math.isfinite(v) or v <= 0:
-                raise bad(c, "must be a positive finite number")
-            measured[c] = v
+    def records():
+        for i, raw in enumerate(reader, start=2):
+            def bad(field: str, why: str, i=i, raw=raw) -> InputError:
+                return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
+
+            if None in raw:
+                raise InputError(f"{path}:{i}: more values than columns")
+            yield i, raw, bad
+
+    return list(header), records()
+
+
+def whole_numbers(raw: dict, columns: list[str], bad: Bad) -> dict[str, int]:
+    """Each column a whole number >= 1 (non-finite values and fractions are errors)."""
+    out = {}
+    for c in columns:
+        try:
+            v = float(raw[c])
+        except (TypeError, ValueError):
+            raise bad(c, "expected a whole number") from None
+        if not math.isfinite(v) or v < 1 or v != int(v):
+            raise bad(c, "must be a whole number >= 1")
+        out[c] = int(v)
+    return out
+
+
+def milliseconds(raw: dict, columns: tuple[str, ...], bad: Bad) -> list[float]:
+    """Each column a positive finite number of milliseconds."""
+    out = []
+    for c in columns:
+        try:
+            v = float(raw[c])
+        except (TypeError, ValueError):
+            raise bad(c, "expected a number of milliseconds") from None
+        if not math.isfinite(v) or v <= 0:
+            raise bad(c, "must be a positive finite number")
+        out.append(v)
+    return out
+
+
+def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
+    header, records = csv_records(path, text, REQUIRED)
+    rows: list[Row] = []
+    for i, raw, bad in records:
+        ints = whole_numbers(raw, INTS, bad)
+        measured = dict(zip(("ttft_ms", "tpot_ms"), milliseconds(raw, ("ttft_ms", "tpot_ms"), bad)))
         if raw["mode"] != "colocated":
             raise bad("mode", "only 'colocated' rows can be predicted (closed-loop benchmarks of one instance)")
         if raw["precision"] not in PRECISIONS:

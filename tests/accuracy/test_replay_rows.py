@@ -142,6 +142,8 @@ def test_disagg_row_replays_through_prefill_and_decode_pools():
 
 @pytest.mark.parametrize("old, new, field", [
     (",1,1,1,1,1,1,1,1,1,1,2,2,", ",1,1,1,1,0,1,1,1,1,1,2,2,", "prefill_workers"),
+    (",1,1,1,1,1,1,1,1,1,1,2,2,", ",1,1,1,1,nan,1,1,1,1,1,2,2,", "prefill_workers"),
+    (",1,1,1,1,1,1,1,1,1,1,2,2,", ",1,1,1,1,inf,1,1,1,1,1,2,2,", "prefill_workers"),
     ("disaggregated", "colocated", "mode"),
     (",40.0,", ",-1,", "ttft_ms"),
     ("x_cfg1", "x_cfg1,extra", "more values"),

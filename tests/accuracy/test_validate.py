@@ -60,6 +60,9 @@ def test_error_statistics_hand_computed():
 @pytest.mark.parametrize("row, field", [
     ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,0,4,1,1,1,121,13,vllm,x\n", "concurrency"),
     ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,-5,13,vllm,x\n", "ttft_ms"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,inf,1024,16,4,1,1,1,121,13,vllm,x\n", "input_tokens"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,nan,16,4,1,1,1,121,13,vllm,x\n", "output_tokens"),
+    ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16.5,4,1,1,1,121,13,vllm,x\n", "concurrency"),
     ("llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,nan,13,vllm,x\n", "ttft_ms"),
     ("llama-3.1-70b,h100-sxm,fp9,colocated,1024,1024,16,4,1,1,1,121,13,vllm,x\n", "precision"),
     ("llama-3.1-70b,h100-sxm,fp8,disaggregated,1024,1024,16,4,1,1,1,121,13,vllm,x\n", "mode"),
