@@ -317,6 +317,34 @@ def effective_chunk(chunk, input_tokens: float, engine: EngineParams, decoding=0
     return np.maximum(1.0, np.round(c / input_tokens)) * input_tokens
 
 
+@dataclass(frozen=True)
+class _Lane:
+    """A colocated instance's request path at slot occupancy `fill`: the wait for one of `slots`
+    decode slots (each held `hold_s`), the prefill lane's M/D/1 wait (per-prompt `service_s`,
+    `service99_s` for the p99 prompt), the prompt's own latency and the fixed `extra_s`."""
+
+    slots: np.ndarray
+    hold_s: np.ndarray
+    extra_s: np.ndarray
+    service_s: np.ndarray
+    service99_s: np.ndarray
+    lat_s: np.ndarray
+    lat99_s: np.ndarray
+    stable: np.ndarray
+
+    def at(self, fill, slo: Slo, engine: EngineParams):
+        lam = fill * self.slots / self.hold_s
+        rho = np.minimum(lam * self.service_s, 1.0)
+        ttft50 = (queue_wait(rho, self.service_s, 0.5) + slot_wait(fill, self.slots, self.hold_s, 0.5)
+                  + self.extra_s + self.lat_s)
+        ttft99 = (queue_wait(rho, self.service99_s, 0.99) + slot_wait(fill, self.slots, self.hold_s, 0.99)
+                  + self.extra_s + self.lat99_s)
+        ok = (self.stable & (rho < engine.max_utilization)
+              & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
+              & _within(ttft99 * 1e3, slo.ttft_p99_ms, slo.safety_margin))
+        return lam, rho, ttft50, ttft99, ok
+
+
 def colocated_role(
     arch: ModelArch,
     hw: HardwareTable,
@@ -346,20 +374,10 @@ def colocated_role(
     service = s * tau_m / c  # the prefill lane's per-prompt service
     lat = prompt_latency(arch, hw, plans, n, wl.decode_context, c, s, engine)
     lat99 = prompt_latency(arch, hw, plans, n, wl.decode_context, c, wl.input_p99, engine)
-    overhead = engine.request_overhead_ms * 1e-3
-
-    def at(fill):
-        lam = fill * n / (o * tau)
-        rho = np.minimum(lam * service, 1.0)
-        ttft50 = queue_wait(rho, service, 0.5) + slot_wait(fill, n, o * tau, 0.5) + tau / 2.0 + lat + overhead
-        ttft99 = (queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + slot_wait(fill, n, o * tau, 0.99)
-                  + tau / 2.0 + lat99 + overhead)
-        ok = (stable & (rho < engine.max_utilization) & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
-              & _within(ttft99 * 1e3, slo.ttft_p99_ms, slo.safety_margin))
-        return lam, rho, ttft50, ttft99, ok
-
-    fill = _solve_rho(lambda x: at(x)[-1], len(plans), slot_fill(slo, engine))
-    lam, rho, ttft50, ttft99, ok = at(np.maximum(fill, 1e-6))
+    lane = _Lane(n, o * tau, tau / 2.0 + engine.request_overhead_ms * 1e-3, service,
+                 wl.input_p99 * tau_m / c, lat, lat99, stable)
+    fill = _solve_rho(lambda x: lane.at(x, slo, engine)[-1], len(plans), slot_fill(slo, engine))
+    lam, rho, ttft50, ttft99, ok = lane.at(np.maximum(fill, 1e-6), slo, engine)
     ok &= (fill > 0) & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
         tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin)
     mem = memory(arch, hw, plans, wl.decode_context, n + c, engine)
