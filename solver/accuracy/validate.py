@@ -3,6 +3,8 @@
 Input: a CSV with the columns model, hardware, precision, mode, input_tokens, output_tokens,
 concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC). Each row is a
 closed-loop benchmark of one colocated instance (`mode` colocated); other columns pass through.
+A CSV with per-role columns instead (`prefill_tp`, ..., `decode_batch`) holds disaggregated
+rows (solver/accuracy/disagg_rows.py, predicted by solver/accuracy/validate_disagg.py).
 Rows are predicted in vectorised groups (one model, hardware, precision and engine at a time)
 with the engine's calibrated parameters (solver/catalog/calibration.py).
 """
@@ -205,21 +207,35 @@ def predict_rows(
 PREDICTORS = ("closed-form", "replay")
 
 
-def validate_text(path: str, text: str, model: str = "closed-form") -> ValidationReport:
-    """`model`: `closed-form` (solver/perf/closed_loop.py) or `replay` (each row's benchmark
-    replayed on one simulated instance: solver/accuracy/replay_rows.py)."""
+def build_report(path: str, header: list[str], out_rows: list[ValidationRow], keys: list[tuple[str, str, str]],
+                 pred: tuple[np.ndarray, np.ndarray], meas: tuple[np.ndarray, np.ndarray]) -> ValidationReport:
+    """The report of predicted against measured (ttft, tpot) per row, grouped by `keys`
+    (hardware, model, engine) per row."""
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for k, key in enumerate(keys):
+        groups[key].append(k)
+    group_stats = [
+        GroupStats(hardware=h, model=m, engine=e, ttft=_stats(pred[0][idx], meas[0][idx]),
+                   tpot=_stats(pred[1][idx], meas[1][idx]))
+        for (h, m, e), idx in sorted(groups.items())
+    ]
+    return ValidationReport(
+        source=path, rows=out_rows, groups=group_stats,
+        overall=GroupStats(hardware="all", model="all", engine="all",
+                           ttft=_stats(pred[0], meas[0]), tpot=_stats(pred[1], meas[1])),
+        columns=header,
+    )
+
+
+def _colocated(path: str, text: str, model: str) -> ValidationReport:
     header, rows = parse_measured(path, text)
     if model == "replay":
         from solver.accuracy.replay_rows import replay_rows
 
         check_plans(path, rows)
         ttft, tpot = replay_rows(path, rows)
-    elif model == "closed-form":
-        ttft, tpot = predict_rows(path, rows)
     else:
-        raise InputError(f"validate: --model must be one of {', '.join(PREDICTORS)} (got {model!r})")
-    meas_ttft = np.array([r.ttft_ms for r in rows])
-    meas_tpot = np.array([r.tpot_ms for r in rows])
+        ttft, tpot = predict_rows(path, rows)
     out_rows = [
         ValidationRow(
             line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,
@@ -231,22 +247,24 @@ def validate_text(path: str, text: str, model: str = "closed-form") -> Validatio
         )
         for k, r in enumerate(rows)
     ]
-    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for k, r in enumerate(rows):
-        groups[(r.hardware, r.model, r.engine or "-")].append(k)
-    group_stats = [
-        GroupStats(
-            hardware=h, model=m, engine=e,
-            ttft=_stats(ttft[idx], meas_ttft[idx]), tpot=_stats(tpot[idx], meas_tpot[idx]),
-        )
-        for (h, m, e), idx in sorted(groups.items())
-    ]
-    return ValidationReport(
-        source=path, rows=out_rows, groups=group_stats,
-        overall=GroupStats(hardware="all", model="all", engine="all",
-                           ttft=_stats(ttft, meas_ttft), tpot=_stats(tpot, meas_tpot)),
-        columns=header,
-    )
+    keys = [(r.hardware, r.model, r.engine or "-") for r in rows]
+    meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
+    return build_report(path, header, out_rows, keys, (ttft, tpot), meas)
+
+
+def validate_text(path: str, text: str, model: str = "closed-form") -> ValidationReport:
+    """`model`: `closed-form` (solver/perf/closed_loop.py) or `replay` (each row's benchmark
+    replayed on one simulated instance: solver/accuracy/replay_rows.py). A CSV with the
+    disaggregated columns (`prefill_tp`, ...) holds disaggregated rows
+    (solver/accuracy/validate_disagg.py)."""
+    if model not in PREDICTORS:
+        raise InputError(f"validate: --model must be one of {', '.join(PREDICTORS)} (got {model!r})")
+    header = next(csv.reader(io.StringIO(text)), [])
+    if "prefill_tp" in header:
+        from solver.accuracy.validate_disagg import validate_disagg
+
+        return validate_disagg(path, text, model)
+    return _colocated(path, text, model)
 
 
 def validate_file(path: str | Path, model: str = "closed-form") -> tuple[ValidationReport, str]:
