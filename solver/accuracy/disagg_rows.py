@@ -33,8 +33,8 @@ from solver.replay.sources.harness import BENCHMARKS
 from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
 
+from .measured import ENGINES, csv_records, milliseconds, whole_numbers
 from .replay_rows import CHUNK_TOKENS, benchmark_tool
-from .validate import ENGINES, csv_records, milliseconds, whole_numbers
 
 ROLES = ("prefill", "decode")
 PLAN = ("tp", "pp", "ep", "dp", "workers", "batch")

@@ -13,7 +13,7 @@ import numpy as np
 from solver.schema.validation import RolePlanRow, ValidationReport, ValidationRow
 
 from .disagg_rows import PLAN, ROLES, DisaggRow, parse_disagg
-from .validate import build_report
+from .measured import build_report
 
 
 def _row(r: DisaggRow, ttft: float, tpot: float) -> ValidationRow:
