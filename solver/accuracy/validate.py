@@ -60,7 +60,8 @@ def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
         ints = whole_numbers(raw, INTS, bad)
         measured = dict(zip(("ttft_ms", "tpot_ms"), milliseconds(raw, ("ttft_ms", "tpot_ms"), bad)))
         if raw["mode"] != "colocated":
-            raise bad("mode", "only 'colocated' rows can be predicted (closed-loop benchmarks of one instance)")
+            raise bad("mode", "expected 'colocated' (a closed-loop benchmark of one instance); disaggregated rows "
+                      "go in a CSV with the prefill_/decode_ columns instead of tp, pp, ep, dp")
         if raw["precision"] not in PRECISIONS:
             raise bad("precision", f"expected one of {', '.join(PRECISIONS)}")
         engine = (raw.get("engine") or "").strip() or None

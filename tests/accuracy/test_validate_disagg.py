@@ -116,6 +116,23 @@ def test_bad_rows_exit_2_naming_file_line_and_field(tmp_path, old, new, field):
     assert f"d.csv:2: {field}" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_a_disaggregated_row_in_a_colocated_csv_points_at_the_role_columns():
+    text = ("model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms\n"
+            "llama-3.1-8b,h100-sxm,bf16,disaggregated,512,8,2,1,1,1,1,40.0,8.0\n")
+    with pytest.raises(InputError, match=r"m\.csv:2: mode: .*prefill_/decode_ columns"):
+        validate_text("m.csv", text)
+
+
+def test_csv_output_keeps_the_columns_and_adds_the_predictions(tmp_path):
+    f = tmp_path / "d.csv"
+    f.write_text(HEADER + ROWS)
+    r = cli("validate", str(f), "--format", "csv")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == HEADER.strip() + ",predicted_ttft_ms,predicted_tpot_ms"
+    assert lines[1].startswith(ROWS.splitlines()[0] + ",") and len(lines) == 3
+
+
 def test_missing_role_column_is_an_error():
     with pytest.raises(InputError, match=r"d\.csv:1: missing column\(s\): decode_batch"):
         validate_text("d.csv", HEADER.replace(",decode_batch", "") + "x\n")
