@@ -6,13 +6,16 @@ a `solver/replay/fleet.py` `Disaggregated` service of one prefill pool (`prefill
 instances, least-queue router) and one decode pool (`decode_workers` instances), each worker an
 engine instance of its role with one step-time grid per plan, and the KV link the planner
 charges (`disagg_rows.kv_link`). A request's first token is out when its KV cache has landed on
-the decode instance: the prefill computes it and the decode worker streams it once the cache is
-in (Dynamo's SGLang KV-transfer explainer, components/backends/sglang/docs/
-sglang-kv-transfer-explainer.md, read in the vickiegpt/dynamo fork: "KV received, start
-decode", then the decode worker streams the tokens); the decode instance's pick-up of a landed
-request (its polling, at most one running decode iteration) is not modelled. TTFT and TPOT: the
-mean over the measured requests, plus the engine's request overhead on TTFT, as `replay_rows`
-reads them.
+the decode instance: the prefill computes it, and the decode server streams it as soon as the
+transfer is polled done, from a batch that skips the forward pass (SGLang
+python/sglang/srt/disaggregation/decode.py, the request life cycle PreallocQueue ->
+TransferQueue -> WaitingQueue -> PrebuiltExtendBatch, and
+scheduler_output_processor_mixin.py `process_batch_result_prebuilt` -> `stream_output`; Dynamo's
+SGLang KV-transfer explainer, components/backends/sglang/docs/sglang-kv-transfer-explainer.md,
+read in the vickiegpt/dynamo fork, has the same order). The decode scheduler's pick-up of a
+landed request (its polling, the rest of a running decode iteration: at most one decode step) is
+not modelled. TTFT and TPOT: the mean over the measured requests, plus the engine's request
+overhead on TTFT, as `replay_rows` reads them.
 """
 
 from __future__ import annotations
