@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import jsonschema
 import numpy as np
 import pytest
 
@@ -18,6 +19,7 @@ from solver.perf.workload import Slo
 from solver.replay.fleet import KvLink
 from solver.replay.instance import InstancePlan
 from solver.replay.requests import RequestTable
+from solver.schema.publish import json_schema
 from tests.replay.steps_stub import FixedSteps, ListSource
 from tests.support.cli import cli
 
@@ -82,6 +84,8 @@ def test_cli_validates_disaggregated_rows_end_to_end(tmp_path):
         assert r.returncode == 0, r.stderr
         out[model] = json.loads(r.stdout)
     cf, rp = out["closed-form"], out["replay"]
+    for doc in (cf, rp):  # the published schema holds disaggregated rows
+        jsonschema.Draft202012Validator(json_schema("validation")).validate(doc)
     assert [x["line"] for x in rp["rows"]] == [2, 3]
     assert rp["rows"][0]["prefill"] == {"tp": 1, "pp": 1, "ep": 1, "dp": 1, "workers": 1, "batch": 1}
     assert rp["rows"][1]["decode"]["workers"] == 1 and rp["rows"][1]["mode"] == "disaggregated"
