@@ -41,6 +41,11 @@ PLAN = ("tp", "pp", "ep", "dp", "workers", "batch")
 INTS = ["input_tokens", "output_tokens", "concurrency"] + [f"{r}_{k}" for r in ROLES for k in PLAN]
 REQUIRED = ["model", "hardware", "precision", "mode", *INTS, "ttft_ms", "tpot_ms"]
 MARKER = "prefill_tp"  # a measured CSV with this column holds disaggregated rows
+# upper bounds of a row's numbers, so that a typo cannot ask for a replay of millions of
+# instances or requests (the sample's largest: 8,192 clients, 40 prefill workers, 8,192 tokens)
+LIMITS = {"input_tokens": 1 << 20, "output_tokens": 1 << 20, "concurrency": 65536,
+          **{f"{r}_{k}": 1024 for r in ROLES for k in ("tp", "pp", "ep", "dp", "workers")},
+          **{f"{r}_batch": 65536 for r in ROLES}}
 
 
 @dataclass
@@ -68,6 +73,9 @@ class RoleSetup:
 
 
 def _check_row(path: str, raw: dict, ints: dict, bad) -> None:
+    for c, top in LIMITS.items():
+        if ints[c] > top:
+            raise bad(c, f"at most {top:,}")
     if raw["mode"] != "disaggregated":
         raise bad("mode", "expected 'disaggregated' in a CSV with prefill_/decode_ columns")
     if raw["precision"] not in PRECISIONS:

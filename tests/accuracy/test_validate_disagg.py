@@ -111,6 +111,8 @@ def test_cli_validates_disaggregated_rows_end_to_end(tmp_path):
     ("bf16", "fp3", "precision"),
     ("llama-3.1-8b", "no-such-model", "model"),
     (",40.0,", ",nan,", "ttft_ms"),
+    (",1,1,1,1,1,1,1,1,1,1,2,2,", ",1,1,1,1,1,1,1,1,1,1,2000,2,", "decode_workers"),
+    ("512,8,2,", "512,8,100000,", "concurrency"),
 ])
 def test_bad_rows_exit_2_naming_file_line_and_field(tmp_path, old, new, field):
     f = tmp_path / "d.csv"
