@@ -80,7 +80,8 @@ def pick_pool(path: str, plan_path: str, pools: list[PlanPool], p: BenchPoint, f
     listing = "; ".join(f"{pp.number}: {pp.service.name} {pp.pool.role} {pp.pool.hardware} "
                         f"tp{pp.pool.tp} pp{pp.pool.pp} ep{pp.pool.ep} dp{pp.pool.dp}" for pp in pools)
     which = "no pool" if not match else f"pools {', '.join(str(pp.number) for pp in match)}"
-    raise InputError(f"{path}: {p.where}: {which} of {plan_path} agree with the measurement "
+    where = "" if p.where == "document" else f" {p.where}:"
+    raise InputError(f"{path}:{where} {which} of {plan_path} agree with the measurement "
                      f"({', '.join(f'{k}={v}' for k, v in sorted(want.items()) if k in LAYOUT + ('model',)) or 'nothing known'});"
                      f" pass --pool N (pools: {listing})")
 
