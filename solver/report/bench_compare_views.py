@@ -19,7 +19,7 @@ def _num(v: float | None) -> object:
 
 
 def _row(x: MeasuredLatency) -> list[object]:
-    band = "-" if x.band_low_ms is None else f"{x.band_low_ms:.1f}-{x.band_high_ms:.1f} (±{x.band_pct:g}%)"
+    band = "-" if x.band_low_ms is None else f"{x.band_low_ms:.2f}-{x.band_high_ms:.2f} (±{x.band_pct:g}%)"
     return [x.metric, _num(x.measured_ms), _num(x.predicted_ms), band, _yes(x.inside_band),
             _num(x.bound_ms), _yes(x.holds), _num(x.margin_pct), _num(x.predicted_margin_pct)]
 
