@@ -113,3 +113,14 @@ def test_cli_table_and_json(tmp_path):
     assert bad.returncode == 2 and "(not a fleetplan plan result)" in bad.stderr
     csv_out = cli("validate", str(AIPERF), "--plan", plan, "--pool", "1", "--format", "csv")
     assert csv_out.returncode == 2 and "--plan prints a table or json" in csv_out.stderr
+
+
+def test_the_json_validates_against_the_published_schema(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parents[2] / "schemas" / "plan-comparison.schema.json").read_text())
+    rep, _ = validate_measured(str(GUIDELLM), plan=write_plan(tmp_path / "plan.json"))
+    doc = rep.model_dump(mode="json")
+    jsonschema.validate(doc, schema)
+    doc["pools"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, schema)

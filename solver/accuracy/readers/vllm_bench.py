@@ -4,7 +4,7 @@ Writer: vllm-project/vllm, commit 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1,
 vllm/benchmarks/serve.py (`main_async` builds `result_json`; `benchmark` returns the metrics;
 `process_one_metric` writes `mean_<m>_ms`, `median_<m>_ms`, `std_<m>_ms` and `p<P>_<m>_ms` for
 the `--metric-percentiles`, default "99", of ttft, tpot and itl). The same keys are written by
-the older benchmarks/benchmark_serving.py. Top-level fields used: `model_id`, `max_concurrency`
+vLLM's older benchmark_serving.py script. Top-level fields used: `model_id`, `max_concurrency`
 (null: unbounded), `request_rate` (a number or the string "inf"), `completed`,
 `total_input_tokens`, `total_output_tokens`, `request_throughput` (req/s), and the
 `--metadata KEY=VALUE` pairs vLLM copies to the top level (hardware=, tp=, ... are read).
