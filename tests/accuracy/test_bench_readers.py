@@ -111,12 +111,12 @@ def _edited(tmp_path: Path, src: Path, edit) -> Path:
 
 @pytest.mark.parametrize("src, edit, message", [
     (AIPERF, lambda d: d["time_to_first_token"].update(unit="tokens/sec"),
-     r":\d+: time_to_first_token.unit: 'tokens/sec' is not a time unit"),
+     r"\.json:20: time_to_first_token.unit: 'tokens/sec' is not a time unit"),
     (AIPERF, lambda d: d["input_sequence_length"].update(unit="ms"),
-     r"input_sequence_length.unit: expected 'tokens' \(got 'ms'\)"),
+     r"\.json:44: input_sequence_length.unit: expected 'tokens' \(got 'ms'\)"),
     (AIPERF, lambda d: d.pop("inter_token_latency"), r":1: inter_token_latency: missing"),
     (VLLM, lambda d: d.pop("mean_tpot_ms"), r":1: mean_tpot_ms: missing"),
-    (VLLM, lambda d: d.update(mean_ttft_ms=-3.0), r":\d+: mean_ttft_ms: must be positive \(got -3.0\)"),
+    (VLLM, lambda d: d.update(mean_ttft_ms=-3.0), r"\.json:27: mean_ttft_ms: must be positive \(got -3.0\)"),
     (VLLM, lambda d: d.update(completed=2.5), r"completed: expected a whole number"),
     (GUIDELLM, lambda d: d["benchmarks"][1]["metrics"].pop("inter_token_latency_ms"),
      r"benchmarks\[1\].metrics.inter_token_latency_ms.successful: missing"),

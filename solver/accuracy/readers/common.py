@@ -84,10 +84,17 @@ def load_json(path: str, text: str) -> Any:
     return docs
 
 
-def line_of(text: str, key: str) -> int:
-    """The line of the first `"key"` in a JSON text (1 where absent): errors name a line."""
-    at = text.find(f'"{key}"')
-    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+def line_of(text: str, dotted: str) -> int:
+    """The line of a dotted key (`a.b[2].c`) in a JSON text: each key searched after the one
+    before it, the deepest one found counts (1 where none is): errors name a line."""
+    at, found = 0, -1
+    for part in dotted.replace("]", "").split("."):
+        name = part.split("[", 1)[0]
+        hit = text.find(f'"{name}"', at) if name else -1
+        if hit < 0:
+            break
+        at = found = hit
+    return text.count("\n", 0, found) + 1 if found >= 0 else 1
 
 
 class Fields:
@@ -102,8 +109,7 @@ class Fields:
         return f"{self.where}.{key}" if self.where else key
 
     def bad(self, key: str, why: str) -> InputError:
-        leaf = key.rsplit(".", 1)[-1]
-        return InputError(f"{self.path}:{line_of(self.text, leaf)}: {self._name(key)}: {why}")
+        return InputError(f"{self.path}:{line_of(self.text, self._name(key))}: {self._name(key)}: {why}")
 
     def get(self, key: str, required: bool = True) -> Any:
         """`key` may be dotted (a path of nested objects)."""
