@@ -36,6 +36,7 @@ def test_formats_are_detected_from_the_content(path, fmt, tmp_path):
 
 def test_a_validate_csv_is_detected_and_other_files_are_refused():
     assert detect("m.csv", "model,hardware,ttft_ms,tpot_ms\n") == "csv"
+    assert detect("m.csv", "model,hardware\n") == "csv"  # the CSV reader then names the missing columns
     with pytest.raises(InputError, match=r"x.json:1: a JSON document of no known benchmark tool"):
         detect("x.json", '{"results": []}')
     with pytest.raises(InputError, match=r"x.txt:1: not a measured file"):
@@ -201,6 +202,9 @@ def test_cli_bad_tool_files_exit_2_without_traceback(tmp_path):
     csv_file.write_text("model,hardware,ttft_ms,tpot_ms\n")
     r = cli("validate", str(csv_file), "--tp", "2")
     assert r.returncode == 2 and "a validate CSV names every field in its columns; --tp applies" in r.stderr
+    csv_file.write_text("model,hardware\nx,y\n")
+    r = cli("validate", str(csv_file))
+    assert r.returncode == 2 and "m.csv:1: missing column(s): precision, mode," in r.stderr
     r = cli("validate", str(VLLM), "--tp", "0")
     assert r.returncode == 2 and "must be between 1 and 4096" in r.stderr
 
