@@ -11,7 +11,8 @@ configuration as aiperf/config/config.py's `BenchmarkConfig` dumps it (`models.i
 `aiperf_version`.
 Metrics used: `time_to_first_token`, `inter_token_latency` (per request (latency - TTFT) /
 (output tokens - 1): TPOT), `input_sequence_length`, `output_sequence_length` (tokens),
-`request_count`, `request_throughput` (requests/sec).
+`request_count`, `request_throughput` (requests/sec); `is_complete` false or `was_cancelled` true
+(a degraded run) is refused.
 """
 
 from __future__ import annotations
@@ -64,8 +65,19 @@ def _load(f: Fields) -> tuple[int | None, float | None]:
     return None, None
 
 
+def _complete(f: Fields) -> None:
+    """A run aiperf marks incomplete (`is_complete` false: it degraded before finishing) or
+    cancelled is not a measurement to compare."""
+    if f.get("is_complete", required=False) is False:
+        why = f.get("incomplete_reason", required=False) or "no reason given"
+        raise f.bad("is_complete", f"aiperf marks the run incomplete ({why})")
+    if f.get("was_cancelled", required=False) is True:
+        raise f.bad("was_cancelled", "the run was cancelled before it finished")
+
+
 def read(path: str, text: str) -> list[BenchPoint]:
     f = Fields(path, text, load_json(path, text), "")
+    _complete(f)
     conc, rate = _load(f)
     return [BenchPoint(
         tool="aiperf", where="document", model=_model(f), concurrency=conc, rate_qps=rate,
