@@ -95,7 +95,8 @@ def _band(doc: PlanResult, pp: PlanPool) -> tuple[float, float, str]:
     engine = doc.assumptions.engine if doc.assumptions else None
     moe = ModelArch.from_card(shipped.model_card(pp.service.model)).moe_layers > 0
     e = error_band(engine, pp.pool.hardware, moe)
-    return e.ttft_pct, e.tpot_pct, e.source + " (the plan carries no decision record)"
+    why = "the plan's decision record has no band for this pool" if doc.decision else "the plan carries no decision record"
+    return e.ttft_pct, e.tpot_pct, f"{e.source} ({why})"
 
 
 def _r(x: float | None, nd: int = 4) -> float | None:
