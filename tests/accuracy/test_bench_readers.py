@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from solver.accuracy.bench_rows import Known, model_card_name, rows_csv
 from solver.accuracy.readers.common import MAX_FILE_BYTES
 from solver.accuracy.readers.detect import detect, read_points
 from solver.errors import InputError
-from tests.support.cli import cli
+from tests.support.cli import ROOT, cli, env_lacking
 
 DATA = Path(__file__).parent / "data" / "bench"
 AIPERF, VLLM = DATA / "aiperf_profile_export_aiperf.json", DATA / "vllm_bench_serve.json"
@@ -218,3 +220,16 @@ def test_file_size_is_bounded(tmp_path):
         out.truncate(MAX_FILE_BYTES + 1)
     r = cli("validate", str(f))
     assert r.returncode == 2 and f"more than the {MAX_FILE_BYTES}" in r.stderr
+
+
+def test_reading_needs_no_aiperf_and_its_test_skips_without_it(tmp_path):
+    env = env_lacking(tmp_path, "aiperf")
+    # as an uninstalled package fails (pytest.importorskip skips on ModuleNotFoundError only)
+    (tmp_path / "site" / "aiperf" / "__init__.py").write_text("raise ModuleNotFoundError('No module named aiperf')\n")
+    r = cli("validate", str(AIPERF), "--hardware", "h100-sxm", "--precision", "fp8", "--tp", "1", env=env)
+    assert r.returncode == 0, r.stderr
+    run = subprocess.run([sys.executable, "-m", "pytest", "tests/accuracy/test_aiperf_integration.py", "-p",
+                          "no:randomly", "-p", "no:cacheprovider", "-rs"], capture_output=True, text=True, cwd=ROOT,
+                         env=env, timeout=120)
+    # exit 5: a module skipped whole collects no test
+    assert run.returncode == 5 and "1 skipped" in run.stdout and "could not import 'aiperf'" in run.stdout, run.stdout
