@@ -2,8 +2,8 @@
 
 A tool's file records the load and the latencies; what it does not record (the hardware, the
 parallel layout, often the model card's name) comes from `--hardware`, `--tp`, ... (flags win
-over the file) or from the plan pool the point validates. A field none of them gives is an
-error naming the field and where it could come from.
+over the file); against a plan (`--plan`, solver/accuracy/plan_compare.py) the pool supplies it.
+A field none of them gives is an error naming the field and where it could come from.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ class Known:
     source: str = ""
 
 
-def _file_values(path: str, p: BenchPoint) -> dict[str, object]:
+def file_values(p: BenchPoint) -> dict[str, object]:
+    """The row fields the file itself gives (its model as a shipped card, where one matches)."""
     out: dict[str, object] = dict(p.labels)
     if p.model:
         card = model_card_name(p.model)
@@ -72,11 +73,10 @@ def _file_values(path: str, p: BenchPoint) -> dict[str, object]:
     return out
 
 
-def resolve_fields(path: str, p: BenchPoint, flags: Known, pool: Known | None = None) -> dict[str, object]:
-    """Every row field: flags first, then the file, then the plan pool; InputError names a
-    field none of them gives."""
+def resolve_fields(path: str, p: BenchPoint, flags: Known) -> dict[str, object]:
+    """Every row field: the flags' first, then the file's; InputError names a field neither gives."""
     values: dict[str, object] = {}
-    for src in ([pool.values] if pool else []) + [_file_values(path, p), flags.values]:
+    for src in (file_values(p), flags.values):
         values.update({k: v for k, v in src.items() if v is not None and v != ""})
     values.setdefault("engine", "")
     for k in ("pp", "ep", "dp"):  # a layout that names only tp has no pipeline, expert or data parallelism

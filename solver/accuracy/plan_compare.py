@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from pydantic import ValidationError
 
-from solver.accuracy.bench_rows import Known, _file_values
+from solver.accuracy.bench_rows import Known, file_values
 from solver.accuracy.readers.common import BenchPoint, read_user_file
 from solver.catalog import shipped
 from solver.decision.bands import error_band
@@ -73,7 +73,7 @@ def pick_pool(path: str, plan_path: str, pools: list[PlanPool], p: BenchPoint, f
         if not 1 <= number <= len(pools):
             raise InputError(f"--pool: {number}: the plan {plan_path} has pools 1 to {len(pools)}")
         return pools[number - 1], f"--pool {number}"
-    want = {**_file_values(path, p), **{k: v for k, v in flags.values.items() if v is not None}}
+    want = {**file_values(p), **{k: v for k, v in flags.values.items() if v is not None}}
     match = [pp for pp in pools if _agrees(pp, want)]
     if len(match) == 1:
         return match[0], "the only pool" if len(pools) == 1 else "model and layout"
