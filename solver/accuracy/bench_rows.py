@@ -64,7 +64,7 @@ def file_values(p: BenchPoint) -> dict[str, object]:
         card = model_card_name(p.model)
         if card is not None:
             out["model"] = card
-    if p.concurrency is not None:
+    if p.concurrency is not None and p.rate_qps is None:  # a capped open-loop run is no closed loop
         out["concurrency"] = p.concurrency
     for k in ("input_tokens", "output_tokens"):
         v = getattr(p, k)

@@ -182,6 +182,16 @@ def test_rows_take_flags_over_the_file_and_name_what_is_missing():
                                       "tp": 4, "input_tokens": 1024, "output_tokens": 256}))
 
 
+def test_an_open_loop_run_with_a_concurrency_cap_is_not_predicted_as_a_closed_loop(tmp_path):
+    f = _edited(tmp_path, VLLM, lambda d: d.update(request_rate=4.0))  # max_concurrency 16 stays
+    [p] = points(f)
+    assert (p.concurrency, p.rate_qps) == (16, 4.0)
+    with pytest.raises(InputError, match=r"concurrency: the vllm run is an open-loop run at 4 req/s"):
+        rows_csv("v.json", [p], Known({"precision": "fp8"}))
+    [row] = csv.DictReader(io.StringIO(rows_csv("v.json", [p], Known({"precision": "fp8", "concurrency": 16}))))
+    assert row["concurrency"] == "16"
+
+
 def test_cli_predicts_a_tool_file_like_a_csv_row():
     r = cli("validate", str(VLLM), "--precision", "bf16", "--format", "json")
     assert r.returncode == 0, r.stderr
