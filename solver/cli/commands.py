@@ -238,17 +238,29 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_validate(a: argparse.Namespace) -> int:
-    from solver.accuracy.validate import validate_file
+    from solver.accuracy.bench_validate import validate_measured
+    from solver.cli.validate_flags import row_fields
+    from solver.report import bench_compare_views
     from solver.report import validation_views as views
+    from solver.schema.bench_compare import PlanComparison
 
-    report, original = validate_file(a.measured, a.model)
+    report, original = validate_measured(a.measured, a.model, row_fields(a), a.plan, a.pool)
+    if isinstance(report, PlanComparison):
+        if a.format == "csv":
+            raise InputError("validate: --plan prints a table or json, not csv")
+        return _emit(a.out, bench_compare_views.to_table(report) if a.format == "table"
+                     else bench_compare_views.to_json(report))
     text = {
         "table": lambda: views.to_table(report),
         "json": lambda: views.to_json(report),
         "csv": lambda: views.to_csv(report, original),
     }[a.format]()
-    if a.out:
-        _write_atomic(a.out, text)
+    return _emit(a.out, text)
+
+
+def _emit(out: str | None, text: str) -> int:
+    if out:
+        _write_atomic(out, text)
     else:
         sys.stdout.write(text)
     return 0

@@ -9,6 +9,7 @@ import argparse
 
 from solver import __version__
 from solver.cli import profiles as profiles_cli
+from solver.cli import validate_flags
 from solver.errors import InputError
 from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
@@ -265,12 +266,15 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
     v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
                    "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]; or, for "
-                   "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp")
+                   "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp; "
+                   "or a benchmark tool's result file (aiperf profile_export_aiperf.json, vllm bench serve result "
+                   "JSON, guidellm report JSON, MLPerf mlperf_log_summary.txt), detected from its content")
     v.add_argument("--format", choices=["table", "json", "csv"], default="table")
     v.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
                    help="predictor: the closed-form closed loop (default) or a replay of each row's benchmark "
                    "tool on a simulated engine instance")
     v.add_argument("--out", help="write the result to this file instead of stdout")
+    validate_flags.add(v)
 
 
 def add_catalog(sub: argparse._SubParsersAction) -> None:
