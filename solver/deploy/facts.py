@@ -108,6 +108,13 @@ def load_plan(path: str) -> Plan:
     return Plan(doc=doc, path=path, input_sha256=sha, result_sha256=hashlib.sha256(raw).hexdigest())
 
 
+def plan_of(doc: PlanResult, path: str = "<report>") -> Plan:
+    """A plan held in memory (a report's); its result hash is that of `fleetplan plan --format json`'s bytes."""
+    text = json.dumps(doc.model_dump(mode="json"), indent=2) + "\n"
+    sha = doc.decision.input_sha256 if doc.decision is not None else None
+    return Plan(doc=doc, path=path, input_sha256=sha, result_sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
 def load_cards(paths: list[str]) -> dict[str, HardwareCard | ModelCard]:
     """Cards given with --card (hardware or model cards the plan names but fleetplan does not ship)."""
     cards: dict[str, HardwareCard | ModelCard] = {}

@@ -60,7 +60,7 @@ VLLM = Tool(
     },
 )
 
-# SGLang: sgl-project/sglang commit b36e8e198b71, docs/advanced_features/server_arguments.md (the
+# SGLang: sgl-project/sglang commit b36e8e198b71, sglang/docs/advanced_features/server_arguments.md (the
 # table generated from python/sglang/srt/server_args.py, ServerArgs.add_cli_args, at that commit).
 SGLANG = Tool(
     name="sglang", program="python3 -m sglang.launch_server", repository="sgl-project/sglang",
@@ -92,7 +92,7 @@ TRTLLM = Tool(
     )},
 )
 
-# Dynamo: ai-dynamo/dynamo commit 7893f2684e43, examples/backends/vllm/deploy/disagg.yaml (the
+# Dynamo: ai-dynamo/dynamo commit 7893f2684e43, dynamo/examples/backends/vllm/deploy/disagg.yaml (the
 # DynamoGraphDeployment of a vLLM prefill/decode pair; `python3 -m dynamo.vllm` takes vLLM's
 # engine arguments besides its own --disaggregation-mode).
 DYNAMO = Tool(
