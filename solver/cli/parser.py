@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from solver import __version__
 from solver.cli import profiles as profiles_cli
@@ -286,6 +287,18 @@ def add_schema(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
 
 
+def _url(text: str) -> str:
+    if len(text) > 2000 or not re.fullmatch(r"https?://[^\s'\"]+", text):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL of at most 2000 characters, got '{text[:80]}'")
+    return text
+
+
+def _image(text: str) -> str:
+    if len(text) > 500 or not re.fullmatch(r"[\w.:/@-]+", text):
+        raise argparse.ArgumentTypeError(f"expected a container image reference (at most 500 characters), got '{text[:80]}'")
+    return text
+
+
 def add_deploy(sub: argparse._SubParsersAction) -> None:
     """`fleetplan deploy`: launch configurations and manifests of a plan."""
     d = sub.add_parser("deploy", help="launch configurations and manifests for every pool of a plan (the result "
@@ -297,7 +310,7 @@ def add_deploy(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--out", required=True, metavar="DIR", help="folder the files are written to (created)")
     d.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
                    help="with --target kubernetes: the engine the pods run (default: the plan's, else vllm)")
-    d.add_argument("--image", help="the container image of the manifests (default: the pinned engine version's)")
+    d.add_argument("--image", type=_image, help="the container image of the manifests (default: the pinned engine version's)")
     d.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
                    help="a hardware or model card the plan names that fleetplan does not ship (repeatable)")
 
@@ -311,7 +324,7 @@ def add_canary(sub: argparse._SubParsersAction) -> None:
                    help="the benchmark tool (default aiperf; vllm: vllm bench serve)")
     c.add_argument("--duration", type=_bounded(int, 10, 86_400, "a whole number of seconds"), default=300,
                    help="seconds each benchmark runs (default 300; 10..86400)")
-    c.add_argument("--url", default="http://localhost:8000",
+    c.add_argument("--url", type=_url, default="http://localhost:8000",
                    help="where the pool's canary instance serves (default http://localhost:8000)")
     c.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
                    help="a model card the plan names that fleetplan does not ship (repeatable)")

@@ -28,7 +28,7 @@ class Tool:
     version: str  # the tag, or "commit" when the pin is a commit between releases
     commit: str
     file: str
-    image: str  # the container image the manifests default to
+    image: str  # the manifests' default image: a release tag of the pinned line, not checked against the commit (--image)
     flags: dict[str, str]
     keys: dict[str, str] = field(default_factory=dict)
 

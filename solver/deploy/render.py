@@ -26,8 +26,9 @@ MAX_FILES = 10_000
 def _pool_line(f: PoolFacts) -> str:
     p = f.pool
     site = f", site {p.site}" if p.site else ""
+    n = f"{p.instances} instance{'s' if p.instances != 1 else ''}"
     return (f"pool {f.where}: service '{f.service.name}', {p.role} on {p.hardware}{site}, tp{p.tp} pp{p.pp} "
-            f"ep{p.ep} dp{p.dp}, batch {p.batch}, {p.instances} instances of {p.devices_per_instance} devices")
+            f"ep{p.ep} dp{p.dp}, batch {p.batch}, {n} of {p.devices_per_instance} devices")
 
 
 def _head(plan: Plan, tool: Tool, lines: list[str]) -> list[str]:
@@ -101,7 +102,8 @@ def files(plan: Plan, facts: list[PoolFacts], target: str, engine: str, image: s
             head = _head(plan, tool, [f"service '{service}'{where}: pools " + ", ".join(f.where for f in fs),
                                       f"vLLM workers: {ENGINES['vllm'].source()}"])
             suffix = "dynamo.yaml" if target == "dynamo" else "llm-d-values.yaml"
-            out[f"{disagg.group_name(fs)}.{suffix}"] = yaml_text(head, doc)
+            name = f"{disagg.group_name(fs)}.{suffix}"
+            out[name if name not in out else f"{disagg.group_name(fs)}-{fs[0].si}.{suffix}"] = yaml_text(head, doc)
     return out
 
 

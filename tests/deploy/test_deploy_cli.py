@@ -77,6 +77,9 @@ def test_unknown_target_and_tool(tmp_path, doc):
     _one_line_error(cli("deploy", str(doc), "--target", "k8s", "--out", str(tmp_path)), "invalid choice: 'k8s'")
     _one_line_error(cli("canary", str(doc), "--tool", "locust"), "invalid choice: 'locust'")
     _one_line_error(cli("canary", str(doc), "--duration", "5"), "must be in 10..86,400")
+    _one_line_error(cli("canary", str(doc), "--url", "ftp://host"), "--url: expected an http:// or https:// URL")
+    _one_line_error(cli("deploy", str(doc), "--target", "kubernetes", "--out", str(tmp_path), "--image", "a b"),
+                    "--image: expected a container image reference")
 
 
 def test_unwritable_out(tmp_path, doc):
@@ -94,3 +97,13 @@ def test_refusals_are_one_line(tmp_path, doc):
     path = write(tmp_path, d, "custom.json")
     _one_line_error(cli("deploy", str(path), "--target", "vllm", "--out", str(tmp_path / "o")),
                     "hardware 'my-asic' of the plan is not a shipped card; pass its card with --card")
+
+
+def test_an_infeasible_plan_has_nothing_to_deploy(tmp_path):
+    d = result()
+    d.update(status="infeasible", services=[], infeasible_because=["budget"])
+    path = write(tmp_path, d, "none.json")
+    _one_line_error(cli("deploy", str(path), "--target", "vllm", "--out", str(tmp_path / "o")),
+                    "the plan is infeasible and has no pools to deploy")
+    _one_line_error(cli("canary", str(path)), "the plan is infeasible and has no pools to validate")
+    assert not (tmp_path / "o").exists()
