@@ -18,7 +18,7 @@ from solver.deploy.kube import node_selector, resources
 from solver.deploy.text import C, arg_items
 from solver.errors import InputError
 
-# Dynamo's worker takes its own transfer setup and port: these vLLM flags are left to it.
+# Dynamo's worker sets the KV transfer up from its own --connector, and its own port.
 _DYNAMO_DROPS = {"--kv-transfer-config", "--port"}
 _ROLE_NAME = {"prefill": "VllmPrefillWorker", "decode": "VllmDecodeWorker", "colocated": "VllmWorker"}
 
@@ -50,7 +50,8 @@ def _worker_args(f: PoolFacts, drop: set[str]) -> list[Arg]:
 def _dynamo_worker(f: PoolFacts, image: str | None) -> dict[str, Any]:
     args: list[Any] = ["--model", C(f.model_id, f.model_id_from)]
     if f.pool.role != "colocated":
-        args += ["--disaggregation-mode", C(f.pool.role, f.at("role"))]
+        args += ["--disaggregation-mode", C(f.pool.role, f.at("role")),
+                 "--connector", C("nixl", f"{f.at('role')} = {f.pool.role}: Dynamo's NIXL KV connector")]
     args += arg_items(_worker_args(f, _DYNAMO_DROPS))
     out: dict[str, Any] = {"envFromSecret": "hf-token-secret", "componentType": "worker"}
     if f.pool.role != "colocated":

@@ -94,12 +94,15 @@ TRTLLM = Tool(
 
 # Dynamo: ai-dynamo/dynamo commit 7893f2684e43, dynamo/examples/backends/vllm/deploy/disagg.yaml (the
 # DynamoGraphDeployment of a vLLM prefill/decode pair; `python3 -m dynamo.vllm` takes vLLM's
-# engine arguments besides its own --disaggregation-mode).
+# engine arguments besides its own --disaggregation-mode; its KV connector is its own --connector
+# flag, checked against nixl, lmcache, kvbm and none in components/src/dynamo/vllm/args.py at
+# commit b6d5e48722e4, where vLLM's engine arguments are parsed as the worker's rest).
 DYNAMO = Tool(
     name="dynamo", program="python3 -m dynamo.vllm", repository="ai-dynamo/dynamo", version="commit",
     commit="7893f2684e43bd9b8b9fac31e9582238b72f0581", file="examples/backends/vllm/deploy/disagg.yaml",
     image="nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.6.0",
-    flags={"--model": "", "--disaggregation-mode": ""},
+    flags={"--model": "", "--disaggregation-mode": "",
+           "--connector": "components/src/dynamo/vllm/args.py (commit b6d5e48722e4)"},
     keys={k: "" for k in (
         "apiVersion", "kind", "metadata.name", "spec.services", "componentType", "subComponentType",
         "replicas", "envFromSecret", "resources.limits.gpu", "extraPodSpec.mainContainer.image",

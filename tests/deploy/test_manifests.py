@@ -124,8 +124,8 @@ def test_dynamo_graph_of_a_disaggregated_service(tmp_path):
     assert (pre["subComponentType"], pre["replicas"], pre["resources"]["limits"]["gpu"]) == ("prefill", 2, "2")
     assert (dec["subComponentType"], dec["replicas"], dec["resources"]["limits"]["gpu"]) == ("decode", 1, "4")
     args = dec["extraPodSpec"]["mainContainer"]["args"]
-    assert args[:4] == ["--model", "meta-llama/Llama-3.1-70B", "--disaggregation-mode", "decode"]
-    assert "--kv-transfer-config" not in args and "--port" not in args  # Dynamo sets up its NIXL transfer
+    assert args[:6] == ["--model", "meta-llama/Llama-3.1-70B", "--disaggregation-mode", "decode", "--connector", "nixl"]
+    assert "--kv-transfer-config" not in args and "--port" not in args  # Dynamo refuses both --connector and it
     assert dec["extraPodSpec"]["nodeSelector"] == {"fleetplan.io/hardware": "mi300x"}
     k8s({"nodeSelector": dec["extraPodSpec"]["nodeSelector"], "containers": [{"name": "x"}]}, "V1PodSpec")
     with pytest.raises(InputError, match="spans 2 h100-sxm nodes; --target dynamo"):
