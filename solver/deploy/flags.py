@@ -128,10 +128,12 @@ LLMD = Tool(
     )},
 )
 
-# aiperf: ai-dynamo/aiperf tag v0.1.1 (commit db4f6397d11e), aiperf/common/config/*.py
-# (the CLIParameter names of each config class).
+# aiperf: the 0.13.0 release on PyPI. The names were read in ai-dynamo/aiperf at commit
+# db4f6397d11e, aiperf/common/config/*.py (the CLIParameter names of each config class), and the
+# release's own parser accepts the commands (tests/deploy/test_real_tools.py, where it is
+# installed); the older 0.1.1 release lacks --benchmark-duration.
 AIPERF = Tool(
-    name="aiperf", program="aiperf profile", repository="ai-dynamo/aiperf", version="v0.1.1",
+    name="aiperf", program="aiperf profile", repository="ai-dynamo/aiperf", version="release 0.13.0 on PyPI",
     commit="db4f6397d11ee2d4cfbb41f70b2327315163dcf0", file="aiperf/common/config/",
     image="",
     flags={
@@ -171,7 +173,8 @@ VLLM_BENCH = Tool(
 )
 
 # guidellm: vllm-project/guidellm tag v0.3.0 (commit ad9513fd5f89), src/guidellm/__main__.py
-# (`guidellm benchmark run`; the later 0.4+ releases renamed the command line).
+# (`guidellm benchmark run`; later releases reshaped the command line); the 0.3.0 release on
+# PyPI parses the commands (tests/deploy/test_real_tools.py, where it is installed).
 GUIDELLM = Tool(
     name="guidellm", program="guidellm benchmark run", repository="vllm-project/guidellm", version="v0.3.0",
     commit="ad9513fd5f8993123e9d1648cd20f532f199c72c", file="src/guidellm/__main__.py", image="",
