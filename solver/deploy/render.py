@@ -10,13 +10,14 @@ of the result document it comes from.
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from solver.deploy import disagg, kube
 from solver.deploy.engines import Arg, sglang_args, trtllm_args, trtllm_checkpoint_note, vllm_args
 from solver.deploy.facts import Plan, PoolFacts
 from solver.deploy.flags import DYNAMO, ENGINES, LLMD, TRTLLM, Tool
-from solver.deploy.text import script, yaml_text
+from solver.deploy.text import one_line, script, yaml_text
 from solver.errors import InputError
 
 TARGETS = ("vllm", "sglang", "trtllm", "dynamo", "llm-d", "kubernetes")
@@ -51,7 +52,8 @@ def _multinode_setup(f: PoolFacts, engine: str) -> list[str]:
 
 def _engine_script(plan: Plan, f: PoolFacts, engine: str) -> dict[str, str]:
     tool = ENGINES[engine]
-    model = [f'MODEL="${{MODEL:-{f.model_id}}}"  # {f.model_id_from}']
+    # an assignment: no word splitting; the default is single-quoted, so nothing in it expands
+    model = [f"MODEL=${{MODEL:-{shlex.quote(f.model_id)}}}  # {one_line(f.model_id_from)}"]
     head = _head(plan, tool, [_pool_line(f), f"run one per instance: {f.pool.instances} ({f.at('instances')})"])
     if engine == "vllm":
         text = script(head, model + _multinode_setup(f, engine), tool.program, vllm_args(f), '"$MODEL"')

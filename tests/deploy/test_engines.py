@@ -4,6 +4,7 @@ the values are the plan's fields (hand-computed where derived), each with its so
 from __future__ import annotations
 
 import shlex
+import subprocess
 
 import pytest
 
@@ -100,7 +101,7 @@ def test_script_text_is_exact_and_names_the_plan(tmp_path):
     assert lines[0] == "#!/usr/bin/env bash"
     assert f"# input sha256 {INPUT_SHA} (decision.input_sha256)" in lines
     assert lines[-1] == 'exec vllm serve "$MODEL" "${args[@]}" "$@"'
-    assert 'MODEL="${MODEL:-meta-llama/Llama-3.1-8B}"' in lines[lines.index("set -euo pipefail") + 1]
+    assert lines[lines.index("set -euo pipefail") + 1].startswith("MODEL=${MODEL:-meta-llama/Llama-3.1-8B}  # ")
     body = lines[lines.index("args=(") + 1:lines.index(")")]
     assert all("  # services[0].pools[0]." in x or "fleetplan's serving port" in x for x in body)
     run = shlex.split(" ".join(x.split("  #")[0] for x in body))
@@ -123,3 +124,20 @@ def test_fp4_weights_on_amd_are_refused(tmp_path):
     f = pool_facts(load_plan(str(write(tmp_path, variant(fp4)))))[2]
     with pytest.raises(InputError, match="no fp4 quantisation of vllm is pinned for amd devices"):
         vllm_args(f)
+
+
+def test_a_model_name_cannot_inject_shell(tmp_path):
+    """A model without a shipped card is served under the plan's name, which comes from a file:
+    the script must hand it to the engine as one word and run nothing of it."""
+    d = result()
+    d["services"][0]["model"] = "x$(touch pwned)'; touch pwned2 #"
+    plan = load_plan(str(write(tmp_path, d)))
+    text = files(plan, pool_facts(plan), "vllm", "vllm")[f"{pool_facts(plan)[0].name}.sh"]
+    script = tmp_path / "run.sh"
+    # stand in for the engine: print the arguments it would get
+    script.write_text(text.replace("exec vllm serve", 'printf "%s\\n"'))
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "x$(touch pwned)'; touch pwned2 #"
+    assert out.stdout.splitlines()[1:5] == ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "1"]
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
