@@ -14,7 +14,7 @@ from typing import Any
 from solver.deploy.engines import Arg, vllm_args
 from solver.deploy.facts import Plan, PoolFacts, dns_label
 from solver.deploy.flags import DYNAMO, LLMD, VLLM
-from solver.deploy.kube import node_selector, resources
+from solver.deploy.kube import image_of, node_selector, resources
 from solver.deploy.text import C, arg_items
 from solver.errors import InputError
 
@@ -60,7 +60,7 @@ def _dynamo_worker(f: PoolFacts, image: str | None) -> dict[str, Any]:
     out["resources"] = {"limits": {"gpu": C(str(f.pool.devices_per_instance), f.at("devices_per_instance"))}}
     out["extraPodSpec"] = {
         "nodeSelector": node_selector(f),
-        "mainContainer": {"image": C(image or DYNAMO.image, f"dynamo pinned at {DYNAMO.source()}"),
+        "mainContainer": {"image": image_of(f, DYNAMO, image),
                           "workingDir": "/workspace/examples/backends/vllm",
                           "command": ["python3", "-m", "dynamo.vllm"], "args": args}}
     return out
@@ -92,7 +92,7 @@ def _llmd_section(f: PoolFacts, image: str | None) -> dict[str, Any]:
         "create": True, "replicas": C(f.pool.instances, f.at("instances")),
         "nodeSelector": node_selector(f),
         "containers": [{
-            "name": "vllm", "image": C(image or LLMD.image, f"llm-d pinned at {LLMD.source()}"),
+            "name": "vllm", "image": image_of(f, LLMD, image),
             "modelCommand": "vllmServe", "args": args,
             "env": [{"name": "VLLM_NIXL_SIDE_CHANNEL_HOST",
                      "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],

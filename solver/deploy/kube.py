@@ -77,9 +77,19 @@ def engine_call(f: PoolFacts, engine: str, leader: str = "$(LWS_LEADER_ADDRESS)"
     return ["trtllm-serve"], [model, *arg_items(trtllm_args(f, f"{OPTIONS_DIR}/extra-llm-api-options.yaml"))]
 
 
+def image_of(f: PoolFacts, tool: Tool, image: str | None) -> C:
+    """The container image: --image, else the pinned version's (a CUDA build: said so on other vendors' pools)."""
+    if image is not None:
+        return C(image, "--image")
+    note = f"{tool.name} pinned at {tool.source()}"
+    if f.vendor != "nvidia":
+        note += f"; a CUDA build: for this {f.vendor} pool pass --image with the engine's build for it"
+    return C(tool.image, note)
+
+
 def container(f: PoolFacts, tool: Tool, image: str | None, command: list[str], args: list[Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
-        "name": "engine", "image": C(image or tool.image, f"{tool.name} pinned at {tool.source()}"),
+        "name": "engine", "image": image_of(f, tool, image),
         "command": command, "args": args,
         "ports": [{"name": "http", "containerPort": 8000}],
         "resources": resources(f),

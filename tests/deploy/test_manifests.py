@@ -152,3 +152,16 @@ def test_llmd_refuses_two_pools_of_a_role(tmp_path):
         doc["services"][1]["pools"].append(dict(doc["services"][1]["pools"][1], hardware="h100-sxm"))
     with pytest.raises(InputError, match="1 prefill, 2 decode pools; llm-d's modelservice chart holds one"):
         generated(tmp_path, "llm-d", doc=variant(two_decodes))
+
+
+def test_images_name_their_pin_and_warn_on_other_vendors(tmp_path):
+    plan = load_plan(str(write(tmp_path, result(record=True))))
+    texts = files(plan, pool_facts(plan), "kubernetes", "vllm")
+    amd = [x for x in texts["rag-decode-mi300x-tp4pp1ep1dp1.yaml"].splitlines() if "image:" in x]
+    assert amd == ['          image: "vllm/vllm-openai:v0.11.1"  # vllm pinned at vllm-project/vllm@99d7eb5d6a51 '
+                   "(v0.11 line, commit); a CUDA build: for this amd pool pass --image with the engine's build for it"]
+    nv = [x for x in texts["chat-colocated-h100-sxm-tp2pp1ep1dp1.yaml"].splitlines() if "image:" in x]
+    assert nv == ['          image: "vllm/vllm-openai:v0.11.1"  # vllm pinned at vllm-project/vllm@99d7eb5d6a51 '
+                  "(v0.11 line, commit)"]
+    mine = files(plan, pool_facts(plan), "kubernetes", "vllm", "registry.local/vllm:rocm")
+    assert '          image: "registry.local/vllm:rocm"  # --image' in mine["rag-decode-mi300x-tp4pp1ep1dp1.yaml"]
