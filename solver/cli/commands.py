@@ -275,6 +275,36 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_deploy(a: argparse.Namespace) -> int:
+    from solver.deploy.facts import load_cards, load_plan, pool_facts
+    from solver.deploy.render import files, write
+
+    plan = load_plan(a.result)
+    engine = a.engine or _plan_engine(plan.doc)
+    texts = files(plan, pool_facts(plan, load_cards(a.card)), a.target, engine, a.image)
+    for path in write(a.out, texts):
+        print(path)
+    return 0
+
+
+def _plan_engine(doc) -> str:
+    declared = doc.assumptions.engine if doc.assumptions is not None else None
+    return declared if declared in ("vllm", "sglang", "trtllm") else "vllm"
+
+
+def _cmd_canary(a: argparse.Namespace) -> int:
+    from solver.deploy.canary import protocol, to_markdown
+    from solver.deploy.facts import load_cards, load_plan
+
+    plan = load_plan(a.result)
+    text = to_markdown(protocol(plan, a.tool, a.duration, a.url, load_cards(a.card)))
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
@@ -286,5 +316,7 @@ COMMANDS = {
     "schema": _cmd_schema,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,
+    "deploy": _cmd_deploy,
+    "canary": _cmd_canary,
     "profiles": profiles_cli.run,
 }

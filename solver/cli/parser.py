@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from solver import __version__
 from solver.cli import profiles as profiles_cli
@@ -291,6 +292,50 @@ def add_schema(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
 
 
+def _url(text: str) -> str:
+    if len(text) > 2000 or not re.fullmatch(r"https?://[^\s'\"]+", text):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL of at most 2000 characters, got '{text[:80]}'")
+    return text
+
+
+def _image(text: str) -> str:
+    if len(text) > 500 or not re.fullmatch(r"[\w.:/@-]+", text):
+        raise argparse.ArgumentTypeError(f"expected a container image reference (at most 500 characters), got '{text[:80]}'")
+    return text
+
+
+def add_deploy(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan deploy`: launch configurations and manifests of a plan."""
+    d = sub.add_parser("deploy", help="launch configurations and manifests for every pool of a plan (the result "
+                       "document of fleetplan plan --format json)")
+    d.add_argument("result", metavar="RESULT.json")
+    d.add_argument("--target", required=True, choices=["vllm", "sglang", "trtllm", "dynamo", "llm-d", "kubernetes"],
+                   help="engine launch scripts (vllm, sglang, trtllm), Kubernetes manifests (kubernetes: a "
+                   "Deployment or LeaderWorkerSet per pool), or a disaggregated stack's format (dynamo, llm-d)")
+    d.add_argument("--out", required=True, metavar="DIR", help="folder the files are written to (created)")
+    d.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
+                   help="with --target kubernetes: the engine the pods run (default: the plan's, else vllm)")
+    d.add_argument("--image", type=_image, help="the container image of the manifests (default: the pinned engine version's)")
+    d.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
+                   help="a hardware or model card the plan names that fleetplan does not ship (repeatable)")
+
+
+def add_canary(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan canary`: the benchmark protocol that validates a plan before rollout."""
+    c = sub.add_parser("canary", help="the small-scale benchmark protocol that validates a plan before rollout: "
+                       "per pool, the benchmark command and the latencies it must meet")
+    c.add_argument("result", metavar="RESULT.json")
+    c.add_argument("--tool", choices=["aiperf", "vllm", "guidellm"], default="aiperf",
+                   help="the benchmark tool (default aiperf; vllm: vllm bench serve)")
+    c.add_argument("--duration", type=_bounded(int, 10, 86_400, "a whole number of seconds"), default=300,
+                   help="seconds each benchmark runs (default 300; 10..86400)")
+    c.add_argument("--url", type=_url, default="http://localhost:8000",
+                   help="where the pool's canary instance serves (default http://localhost:8000)")
+    c.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
+                   help="a model card the plan names that fleetplan does not ship (repeatable)")
+    c.add_argument("--out", metavar="FILE", help="write the runbook to FILE instead of stdout")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: `fleetplan [--version] COMMAND ...`."""
     p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
@@ -298,6 +343,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_check,
-                add_validate, add_catalog, add_schema, profiles_cli.add_parser):
+                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
         add(sub)
     return p

@@ -56,6 +56,7 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
                 ttft_p99_ms=rounded(t.ttft_p99_ms[r]), tpot_p99_ms=rounded(t.tpot_p99_ms[r]),
             ),
             precision=svc.precision,
+            kv_precision=svc.kv_precision if svc.kv_precision not in (None, svc.precision) else None,
             chunk_tokens=int(t.chunk[r]) if role == COLOCATED else None,
             power_kw=round(n * float(t.power_w[r]) / 1000, 6),
             capacity_qps_per_instance=round(per_inst, 6),

@@ -9,6 +9,7 @@ import yaml
 
 from solver.report.breakdown import cost_breakdown, parallel_text
 from solver.report.decision_views import decision_paragraph, record_lines
+from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
 
@@ -250,6 +251,7 @@ def to_markdown(doc: PlanResult) -> str:
         if doc.transition is not None:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
         out += _md_cost(doc)
+        out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
     if doc.decision is not None:
         for title, lines in record_lines(doc.decision):

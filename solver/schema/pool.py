@@ -38,7 +38,7 @@ class Predicted(Strict):
 
 
 class Pool(Doc):
-    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms"})
+    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms", "kv_precision"})
 
     role: Role
     hardware: str
@@ -55,6 +55,9 @@ class Pool(Doc):
     predicted: Predicted
     # extensions
     precision: Precision
+    kv_precision: Precision | None = Field(
+        None, description="the KV cache's precision where the service sets one unlike `precision`; "
+        "absent: the KV cache is stored in `precision`")
     chunk_tokens: int | None = Field(None, description="colocated: prefill tokens per iteration")
     power_kw: float
     capacity_qps_per_instance: float
