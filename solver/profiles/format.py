@@ -279,6 +279,16 @@ def read_provenance(meta_path: Path) -> Provenance:
         raise InputError(f"{meta_path}: {loc}: {first['msg']}") from None
 
 
+def _columns(body: list[list[str]], width: int) -> list[tuple[str, ...]]:
+    """The rows' first `width` fields as columns (a short row's missing fields read as "");
+    one transpose instead of a pass over the rows per column."""
+    if set(map(len, body)) - {width}:
+        body = [(r + [""] * (width - len(r)))[:width] for r in body]
+    if not body:
+        return [() for _ in range(width)]
+    return list(zip(*body))
+
+
 def load_table(csv_path: Path, verify: bool = True) -> ProfileTable:
     """Read one profile CSV and its sidecar; the hash is checked unless `verify` is False."""
     csv_path = Path(csv_path)
@@ -305,17 +315,16 @@ def load_table(csv_path: Path, verify: bool = True) -> ProfileTable:
         raise InputError(
             f"{csv_path}: columns {','.join(header)}; a {family} table has {','.join(spec.columns)}"
         )
-    body = [r for r in reader if r]
+    body = list(filter(None, reader))  # the rows, less blank lines
     if len(body) != prov.rows:
         raise InputError(f"{csv_path}: {len(body)} rows, provenance says {prov.rows}")
     cols: dict[str, np.ndarray] = {}
-    for j, c in enumerate(spec.columns):
-        vals = [r[j] if j < len(r) else "" for r in body]
+    for c, vals in zip(spec.columns, _columns(body, len(spec.columns))):
         if c in spec.keys and c not in INT_KEYS:
             cols[c] = np.array(vals, dtype=object)
             continue
         try:
-            arr = np.array([float(v) for v in vals], dtype=float)
+            arr = np.fromiter(map(float, vals), dtype=float, count=len(vals))
         except ValueError as exc:
             raise InputError(f"{csv_path}: column {c}: {exc}") from None
         if not np.all(np.isfinite(arr)) or (len(arr) and arr.min() <= 0 and c != "latency_us"):
