@@ -32,8 +32,13 @@ from solver.schema.result import PlanResult
 
 REGRET = Fraction(2, 100)  # keeping the structure may cost this much more than re-planning
 # CP-SAT deterministic time per probe solve (its work measure, roughly seconds of one core):
-# the shipped problems' probes need at most a few hundredths (benchmarks/plan_speed.md)
+# the shipped problems' probes needed at most 0.42 (survive-failure), elsewhere under 0.04
+# (benchmarks/plan_speed.md)
 PROBE_WORK = 2.0
+# each tie-break stage of a plan beyond an end (what the plan becomes there): the shipped
+# problems' needed under 0.08 except survive-failure's (up to ~3, where the cost stage is
+# proven and a tie-break left unproven still names an optimal plan: solver/fleet/solve.py)
+TIEBREAK_WORK = 1.0
 # one presolve round: on these small models the second one cost 60% of a probe solve and
 # changed no optimum (benchmarks/plan_speed.md)
 PRESOLVE_ITERATIONS = 1
@@ -110,6 +115,6 @@ class Prober:
             return None
         full, _ = self._tables(variant)
         self.plans += 1
-        doc = plan(variant, self.opts.follow_up(time_limit_s=self.budget.seconds_left()),
-                   timings=False, candidates=full, compare=False)
+        opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), tiebreak_work=TIEBREAK_WORK)
+        doc = plan(variant, opts, timings=False, candidates=full, compare=False)
         return None if self.budget.late() else doc
