@@ -34,10 +34,11 @@ REGRET = Fraction(2, 100)  # keeping the structure may cost this much more than 
 # CP-SAT deterministic time per probe solve (its work measure, roughly seconds of one core):
 # the shipped problems' probes needed at most 0.42 (survive-failure), elsewhere under 0.04
 # (benchmarks/plan_speed.md)
-PROBE_WORK = 2.0
-# each tie-break stage of a plan beyond an end (what the plan becomes there): the shipped
-# problems' needed under 0.08 except survive-failure's (up to ~3, where the cost stage is
-# proven and a tie-break left unproven still names an optimal plan: solver/fleet/solve.py)
+PROBE_WORK = 0.5
+# a plan beyond an end (what the plan becomes there): its cost stage, and each tie-break stage
+# (the shipped problems' needed under 0.08 except survive-failure's, up to ~3 s of CPU; a
+# tie-break left unproven still names a cheapest plan: solver/fleet/solve.py)
+BEYOND_WORK = 2.0
 TIEBREAK_WORK = 1.0
 # one presolve round: on these small models the second one cost 60% of a probe solve and
 # changed no optimum (benchmarks/plan_speed.md)
@@ -115,6 +116,7 @@ class Prober:
             return None
         full, _ = self._tables(variant)
         self.plans += 1
-        opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), tiebreak_work=TIEBREAK_WORK)
+        opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), primary_work=BEYOND_WORK,
+                                   tiebreak_work=TIEBREAK_WORK)
         doc = plan(variant, opts, timings=False, candidates=full, compare=False)
         return None if self.budget.late() else doc
