@@ -103,9 +103,10 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                     help="leave the replay out of the decision record: the plan is not replayed request by "
                     "request, and no configuration is derated and re-solved where the replay misses a bound")
     pl.add_argument("--record-seconds", type=_record_seconds, default=15.0, metavar="S",
-                    help="wall-clock budget of the decision record's validity search (default 15, at most "
-                    "3600); a search cut short reports its ends as search limits, so on a loaded machine "
-                    "two runs can differ unless the budget is large enough")
+                    help="wall-clock safety net of the decision record's validity search (default 15, at "
+                    "most 3600). The search itself is bounded by a fixed number of solves and CP-SAT's "
+                    "deterministic time, so its numbers do not depend on machine load; when the safety "
+                    "net fires the record says cut_short and marks the unfinished intervals partial")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")

@@ -9,23 +9,27 @@ cheapest mix of configurations changes with almost any change of demand, by cent
 
 Each interval starts at the problem's value and steps outwards by the factors in STEPS (demand
 scale, or one device type's price) until the plan stops being optimal, then bisects between the
-last good and the first bad value to REL_TOL. Each probe solves twice (free, and restricted to
-the winner's configurations) on candidate tables built once and repriced. A budget of solves
-bounds the work; an interval cut short by it reports its end as a search limit.
+last good and the first bad value until they are within REL_TOL of each other (the interval's
+resolution). A probe solves the primary objective twice (free, and restricted to the winner's
+configurations: solver/decision/probe.py) on candidate tables built once and repriced; the plan
+the problem becomes just beyond an end is then planned in full, once per end.
+
+The search is deterministic: it is bounded by a number of probes (MAX_SOLVES, two solves each)
+and each solve by CP-SAT's deterministic time (PROBE_WORK) on one worker, never by the clock.
+`seconds` (`plan --record-seconds`) is only a safety net: when it fires, the probe under way is
+discarded, the search stops, the record says `cut_short` and every interval not finished says
+`partial`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import time
-from collections.abc import Callable
 
-from solver.candidates.build import reprice
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
+from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
-from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
 from solver.schema.result import PlanResult
@@ -33,73 +37,56 @@ from solver.schema.result import PlanResult
 STEPS_UP = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 STEPS_DOWN = (0.9, 0.8, 2.0 / 3.0, 0.5, 1.0 / 3.0, 0.25)
 REL_TOL = 0.02
-REGRET = 0.02
-MAX_SOLVES = 160
-MAX_SECONDS = 15.0  # wall time for all intervals; cut-short ends are reported as search limits
+MAX_SOLVES = 160  # probe solves for all intervals (two per probe)
+MAX_SECONDS = 15.0  # the safety net: wall time for all intervals (plan --record-seconds)
+
+__all__ = ["MAX_SECONDS", "MAX_SOLVES", "PROBE_WORK", "REL_TOL", "remeasure", "validity"]
 
 
-class _Budget:
-    """At most `limit` probes and `seconds` of wall time (the record must not dwarf the plan)."""
-
-    def __init__(self, limit: int, seconds: float):
-        self.left = limit
-        self.used = 0
-        self.deadline = time.perf_counter() + seconds
-
-    def take(self) -> bool:
-        if self.left <= 0 or time.perf_counter() > self.deadline:
-            return False
-        self.left -= 1
-        self.used += 1
-        return True
-
-
-Probe = Callable[[float], tuple[bool, PlanResult]]
-
-
-def _edge(holds: Probe, steps, budget: _Budget):
-    """(furthest factor where the plan holds, the best plan just beyond it or None, search limit?)"""
-    good, beyond, bad = 1.0, None, None
+def _edge(ask, steps) -> tuple[float, float | None, bool]:
+    """(furthest factor where the plan holds, the nearest factor found where it does not or
+    None, the end is a search limit). `ask(f)`: True/False, None when the budget is spent."""
+    good, bad = 1.0, None
     for f in steps:
-        if not budget.take():
+        ok = ask(f)
+        if ok is None:
             return good, None, True
-        ok, best = holds(f)
         if ok:
             good = f
             continue
-        beyond, bad = best, f
+        bad = f
         break
-    if beyond is None:
+    if bad is None:
         return good, None, True
     lo, hi = good, bad
-    while abs(hi - lo) > REL_TOL * min(lo, hi) and budget.take():
+    while abs(hi - lo) > REL_TOL * min(lo, hi):
         mid = (lo * hi) ** 0.5
-        ok, best = holds(mid)
+        ok = ask(mid)
+        if ok is None:
+            break
         if ok:
             lo = mid
         else:
-            hi, beyond = mid, best
-    return lo, beyond, False
+            hi = mid
+    return lo, hi, False
 
 
-def _interval(quantity, unit, current, holds: Probe, budget) -> Interval:
-    up, above, up_limit = _edge(holds, STEPS_UP, budget)
-    down, below, down_limit = _edge(holds, STEPS_DOWN, budget)
+def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> Interval:
+    """One interval: step out and bisect on each side, then plan the structure beyond each end."""
+    used = pr.budget.used
+    up, above, up_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_UP)
+    down, below, down_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_DOWN)
+    probes = pr.budget.used - used
+    above_doc = pr.best_plan(variant(above)) if above is not None else None
+    below_doc = pr.best_plan(variant(below)) if below is not None else None
     return Interval(
         quantity=quantity, unit=unit, current=current,
         low=round(current * down, 6), high=round(current * up, 6),
         low_is_search_limit=down_limit, high_is_search_limit=up_limit,
-        below=pools_summary(below) if below is not None else None,
-        above=pools_summary(above) if above is not None else None,
+        below=pools_summary(below_doc) if below_doc is not None else None,
+        above=pools_summary(above_doc) if above_doc is not None else None,
+        probes=probes, partial=pr.budget.cut,
     )
-
-
-def _still_optimal(objective: str, kept: PlanResult, best: PlanResult) -> bool:
-    if kept.status == "infeasible" or best.status == "infeasible":
-        return kept.status == best.status == "infeasible"
-    if objective == "max_throughput":
-        return (kept.throughput_scale or 0.0) >= (best.throughput_scale or 0.0) * (1.0 - REGRET)
-    return kept.cost_per_hour <= best.cost_per_hour * (1.0 + REGRET) + 1e-9
 
 
 def remeasure(doc: PlanResult) -> list[Remeasure]:
@@ -141,26 +128,15 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
              max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS) -> Validity:
     if winner.status == "infeasible":
         return Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
-    kept_cs = only_configurations(cs, winner, rp)
-    budget = _Budget(max_solves // 2, seconds)  # each probe solves twice
-    objective = rp.problem.objective
-
-    def probe(variant: ResolvedProblem) -> tuple[bool, PlanResult]:
-        full = cs if variant.prices == rp.prices else reprice(cs, variant.prices)
-        kept = kept_cs if variant.prices == rp.prices else reprice(kept_cs, variant.prices)
-        best = plan(variant, opts, timings=False, candidates=full, compare=False)
-        mine = plan(variant, opts, timings=False, candidates=kept, compare=False)
-        return _still_optimal(objective, mine, best), best
-
+    budget = SearchBudget(max_solves // 2, seconds)  # each probe solves twice
+    pr = Prober(rp, cs, only_configurations(cs, winner, rp), opts, budget)
     demand = None
-    if objective == "min_cost":
-        demand = _interval("demand (multiple of every service's qps)", "x", 1.0,
-                           lambda f: probe(derive(rp, demand_scale=f)), budget)
+    if rp.problem.objective == "min_cost":
+        demand = _interval("demand (multiple of every service's qps)", "x", 1.0, pr,
+                           lambda f: derive(rp, demand_scale=f))
     prices = []
-    for j, name in enumerate(rp.hardware_names):
-        current = rp.prices[j]
-        prices.append(_interval(
-            f"price of {name}", "USD/device-hour", current,
-            lambda f, name=name, current=current: probe(derive(rp, prices={name: current * f})),
-            budget))
-    return Validity(demand=demand, prices=prices, remeasure=remeasure(winner), solves=2 * budget.used)
+    for name, current in zip(rp.hardware_names, rp.prices):
+        prices.append(_interval(f"price of {name}", "USD/device-hour", current, pr,
+                                lambda f, name=name, current=current: derive(rp, prices={name: current * f})))
+    return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
+                    solves=2 * budget.used + pr.plans, cut_short=budget.cut)

@@ -217,6 +217,14 @@ def _interval_value(i: Interval, v: float, at_limit: bool) -> str:
     return s + (" (search limit)" if at_limit else "")
 
 
+def _interval_row(i: Interval) -> list:
+    name = i.quantity + (" (partial)" if i.partial else "")
+    if i.probes == 0:
+        return [name, "not computed", _interval_value(i, i.current, False), "not computed", None, None]
+    return [name, _interval_value(i, i.low, i.low_is_search_limit), _interval_value(i, i.current, False),
+            _interval_value(i, i.high, i.high_is_search_limit), i.below, i.above]
+
+
 def validity_section(r: DecisionRecord) -> str:
     v = r.validity
     if v is None:
@@ -226,12 +234,12 @@ def validity_section(r: DecisionRecord) -> str:
     if intervals:
         out.append(table(
             ["quantity", "low", "now", "high", "below low the plan becomes", "above high"],
-            [[i.quantity, _interval_value(i, i.low, i.low_is_search_limit),
-              _interval_value(i, i.current, False), _interval_value(i, i.high, i.high_is_search_limit),
-              i.below, i.above] for i in intervals],
-            "validity", "lrrrll"))
+            [_interval_row(i) for i in intervals], "validity", "lrrrll"))
         out.append(para(f"Within each interval, keeping the plan's configurations costs at most 2% "
                       f"more than re-planning ({v.solves} solves).", "note"))
+        if v.cut_short:
+            out.append(para("The search was cut short by --record-seconds: the intervals marked "
+                            "partial are incomplete.", "note"))
     out.append("<h3>Re-measure</h3>")
     if v.remeasure:
         out.append(table(["what", "by", "why"], [[m.what, m.by, m.why] for m in v.remeasure],

@@ -136,3 +136,22 @@ def test_every_shipped_table_verifies_and_credits_its_source():
 def test_shipped_size_is_modest():
     total = sum(p.stat().st_size for p in shipped_root().rglob("*") if p.is_file())
     assert total < 3 * 1024 * 1024, total
+
+
+@pytest.mark.parametrize("text", [
+    "a,b\n1,2\n\n3,4", "a,b\n1,2\n", "", "\n\na,b\n", " a , b \n1,\n", "a,b\r\n1,2\r\n", 'a,"b,c"\n1,2\n',
+])
+def test_rows_are_the_csv_modules(text):
+    """The fast split of unquoted CSV text gives exactly csv.reader's rows (quoted or CR text
+    goes to csv.reader itself)."""
+    import csv
+    import io
+
+    from solver.profiles.format import _rows
+    assert list(_rows(text)) == list(csv.reader(io.StringIO(text)))
+
+
+def test_columns_pad_short_rows_and_ignore_extra_fields():
+    from solver.profiles.format import _columns
+    assert _columns([["1", "2"], ["3"], ["4", "5", "6"]], 2) == [("1", "3", "4"), ("2", "", "5")]
+    assert _columns([], 3) == [(), (), ()]
