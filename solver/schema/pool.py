@@ -37,8 +37,20 @@ class Predicted(Strict):
     tpot_p99_ms: float | None = None
 
 
+class CostComponents(Strict):
+    """USD per hour by component (extension): rental, amortised capital and network, energy
+    (x PUE) and hosting on the devices' power at their caps; they sum to the cost."""
+
+    rental: float
+    capital: float
+    network: float
+    energy: float
+    hosting: float
+
+
 class Pool(Doc):
-    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms"})
+    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms",
+                                 "power_cap_w", "kv_precision", "cost_components"})
 
     role: Role
     hardware: str
@@ -65,3 +77,8 @@ class Pool(Doc):
         "computed for (GB/s per device); absent: the pool's own card's scale-out link")
     kv_link_latency_us: float | None = None
     kv_transfer_ms: float | None = Field(None, description="KV transfer of a mean prompt, in TTFT")
+    # choices (extensions): the power limit the devices run at (types with power_caps_w), the
+    # KV cache precision (services that give kv_precision), the cost by component (`cost:`)
+    power_cap_w: float | None = Field(None, description="board power limit per device, W")
+    kv_precision: Precision | None = None
+    cost_components: CostComponents | None = None
