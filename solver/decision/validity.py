@@ -159,6 +159,8 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
     prices = []
     for j, name in enumerate(rp.hardware_names):
         current = rp.prices[j]
+        if current <= 0:  # an owned type without rent (`cost:`): no rental price to vary
+            continue
         prices.append(_interval(
             f"price of {name}", "USD/device-hour", current,
             lambda f, name=name, current=current: probe(derive(rp, prices={name: current * f})),

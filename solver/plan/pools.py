@@ -40,15 +40,16 @@ def _precision(code, default: str) -> str:
 
 def _choices(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, c: int, n: int) -> dict:
     """The pool's fields for the choices the problem offers: its power cap (types with
-    power_caps_w), its KV precision (services with kv_precision) and its cost by component
+    power_caps_w), its KV precision (services with kv_precision or a list of precisions) and
+    its cost by component
     (problems with `cost:` entries)."""
     t, r = cs.table, int(inst.row[c])
     hw, svc = int(t.hw[r]), rp.problem.services[int(t.service[r])]
     out: dict = {}
     if rp.problem.hardware[hw].power_caps_w is not None:
         out["power_cap_w"] = float(t.power_cap_w[r])
-    if svc.kv_precisions is not None:
-        out["kv_precision"] = _precision(t.kvprec[r], svc.kv_precisions[0])
+    if svc.kv_precisions is not None or len(svc.precisions) > 1:
+        out["kv_precision"] = _precision(t.kvprec[r], (svc.kv_precisions or svc.precisions)[0])
     if any(x is not None for x in rp.entry_costs):
         parts = rp.cost_parts(int(inst.site[c]), hw, float(t.power_cap_w[r])).scaled(n * int(t.devices[r]))
         out["cost_components"] = CostComponents(**{k: round(getattr(parts, k), 6) for k in COMPONENTS})

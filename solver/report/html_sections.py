@@ -105,6 +105,10 @@ def cost_section(cb: CostBreakdown) -> str:
           num_text(cb.type_cost[t]), f"{cb.type_cost[t] / total:.1%}", num_text(cb.type_power_kw[t], ",.1f")]
          for t in cb.types],
         "cost-types", "lrrrrr"))
+    out.append("<h3>By component</h3>")
+    out.append(table(["component", "$/hour", "share"],
+                     [[k, num_text(v), f"{v / total:.1%}"] for k, v in cb.components],
+                     "cost-components", "lrr"))
     return "\n".join(out)
 
 
