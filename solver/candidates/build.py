@@ -259,7 +259,9 @@ def _role_candidates(rp, si, s, arch, hw, var: Variants, role, links, decode_typ
         drop = slower_link_matches(idx, orig, kv_link[0], kv_link[1], m.capacity_qps)
         stats.pruned["dominated"] += int(drop.sum())
         idx = idx[~drop]
-    keep = idx[_dominance_keep(plans.hw[idx], plans.devices[idx], m.capacity_qps[idx],
+    # per variant and precision pair: a dominated precision keeps its best rows (its runner-up)
+    group = plans.hw[idx] * 16 + plans.wprec[idx] * 4 + plans.kvprec[idx]
+    keep = idx[_dominance_keep(group, plans.devices[idx], m.capacity_qps[idx],
                                None if cls is None else cls[idx])]
     stats.pruned["dominated"] += int(idx.size - keep.size)
     return _rows(rp, si, s, arch, hw, var, role, plans, chunks, m, keep, kv_link)

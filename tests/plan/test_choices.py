@@ -106,3 +106,26 @@ def test_precision_is_chosen_per_pool_and_named():
     # fp8 weights halve the weight bytes and double the math: every pool picks them
     assert pools and all(p.precision == "fp8" for p in pools)
     assert all(p.kv_precision in ("fp8", "bf16") for p in pools)
+
+
+def test_decision_record_names_the_cap_and_precision_choices():
+    from solver.candidates.build import build_candidates as build
+    from solver.decision.alternatives import runners_up
+    from solver.fleet.solve import SolveOptions
+
+    rp = load_problem(ROOT / "problems" / "power-capped.yaml")
+    cs = build(rp)
+    winner = plan(rp, timings=False, candidates=cs, compare=False)
+    alts = {a.kind: a for a in runners_up(rp, cs, winner, SolveOptions())}
+    cap = alts["power_cap"]
+    # at full power no fleet fits in the hall's 15 kW: the caps are what makes the plan possible
+    assert cap.status == "infeasible" and "h100-sxm at 400 W" in cap.excluded
+    assert "precision" not in alts  # the service offers one precision
+
+    small = parse_problem(SMALL.replace("search: {tp: [8], pp: [1], batch: [1]}", "search: {tp: [2, 4], pp: [1]}"))
+    cs = build(small)
+    winner = plan(small, timings=False, candidates=cs, compare=False)
+    alts = {a.kind: a for a in runners_up(small, cs, winner, SolveOptions())}
+    prec = alts["precision"]
+    assert prec.excluded == "fp8 weights for 's'" and prec.status == "optimal"
+    assert prec.delta_cost_per_hour > 0  # bf16 weights cost more devices
