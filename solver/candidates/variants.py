@@ -50,3 +50,12 @@ def build_variants(rp: ResolvedProblem) -> Variants:
     table = HardwareTable.from_cards(cards, [rp.prices[j] for j in entry], rp.engine, profiles)
     return Variants(table=table, entry=np.array(entry, dtype=int), cap_w=np.array(caps, dtype=float),
                     cost=cost, owned=cost - np.array([p.rental for p in parts], dtype=float))
+
+
+def capped_table(rp: ResolvedProblem, j: int, cap_w: float) -> HardwareTable:
+    """A one-row hardware table of entry j under a power limit of `cap_w` (a pool's, for the
+    replay): the capped card and its measured tables as `build_variants` makes them."""
+    card = rp.hardware[j]
+    full = measured_tables([card], rp.problem.software.engine).members[0]
+    return HardwareTable.from_cards([capped_card(card, cap_w)], [rp.prices[j]], rp.engine,
+                                    ProfileSet((capped_profiles(full, card, cap_w),)))
