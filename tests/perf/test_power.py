@@ -76,3 +76,20 @@ def test_each_cap_is_a_row_prefill_slows_decode_does_not():
     # power counts the cap; a rented device costs the same at any cap
     assert t.power_w[pre[550.0]] == 550.0 and t.power_w[pre[700.0]] == 700.0
     assert t.cost_per_hour[pre[550.0]] == t.cost_per_hour[pre[700.0]] == 4.25
+
+
+def test_estimate_under_a_power_cap():
+    from solver.catalog.shipped import model_card
+    from solver.errors import InputError
+    from solver.perf.estimate import estimate
+
+    m = model_card("llama-3.1-8b")
+    full = estimate(m, H100, stage="prefill", batch=4, input_tokens=8000)
+    capped = estimate(m, H100, stage="prefill", batch=4, input_tokens=8000, power_cap_w=550)
+    assert full.power_cap_w is None and capped.power_cap_w == 550
+    # 32K prompt tokens of an 8B model: almost all math, slowed by nearly 1/0.885
+    assert 1.10 < capped.prefill_ms / full.prefill_ms <= 1 / 0.885 + 1e-9
+    dec = [estimate(m, H100, stage="decode", batch=8, power_cap_w=c).decode_step_ms for c in (None, 400)]
+    assert dec[1] / dec[0] == pytest.approx(1.0, abs=0.02)  # decode reads memory: barely slower
+    with pytest.raises(InputError, match="--power-cap: 200 W is below"):
+        estimate(m, H100, stage="prefill", batch=1, power_cap_w=200)
