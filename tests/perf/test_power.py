@@ -93,3 +93,17 @@ def test_estimate_under_a_power_cap():
     assert dec[1] / dec[0] == pytest.approx(1.0, abs=0.02)  # decode reads memory: barely slower
     with pytest.raises(InputError, match="--power-cap: 200 W is below"):
         estimate(m, H100, stage="prefill", batch=1, power_cap_w=200)
+
+
+def test_roofline_rates_of_the_capped_card_by_hand():
+    from solver.perf.tables import HardwareTable
+
+    full = HardwareTable.from_cards([H100])
+    cap = HardwareTable.from_cards([capped_card(H100, 550)])
+    # achievable bf16 = peak x MAMF efficiency: 989 x 0.80 = 791.2 TFLOP/s; at 550 W x 0.885 = 700.212
+    assert full.gemm_flops[0, 0] == pytest.approx(791.2e12)
+    assert cap.gemm_flops[0, 0] == pytest.approx(700.212e12)
+    # fp8: 1979 x 0.71 x 0.885 = 1243.5043 TFLOP/s; HBM 3.35 TB/s unchanged; power the cap
+    assert cap.gemm_flops[0, 1] == pytest.approx(1243.50465e12)
+    assert cap.hbm_bw[0] == full.hbm_bw[0] == 3.35e12
+    assert cap.power_w[0] == 550

@@ -88,6 +88,11 @@ def test_pod_size_override_moves_tp8_off_the_scale_up_domain():
     assert (card.devices_per_node, card.scale_up.domain_devices) == (4, 4)
     normal = parse_problem(SMALL.replace("    devices_per_node: 4\n    scale_up_domain_devices: 4\n", ""))
     assert normal.hardware[0].scale_up.domain_devices == 8
+    # a node's capital is shared by the overridden node size: 40,000 / 4 devices / 5 years
+    owned = parse_problem(SMALL.replace("    scale_up_domain_devices: 4\n",
+                                        "    scale_up_domain_devices: 4\n"
+                                        "    cost: {capital_usd_per_node: 40000, lifetime_years: 5}\n"))
+    assert owned.cost_parts(0, 0).capital == pytest.approx(40_000 / 4 / 5 / 8760)
 
     def fastest_prefill(rp):
         t = build_candidates(rp).table
