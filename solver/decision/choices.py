@@ -2,7 +2,7 @@
 are worth. Each re-plans the problem with one choice taken away (the candidate tables are
 built once; `alternatives.without` drops rows):
 
-- power_cap: every row below its type's full power (the fleet at full power only);
+- power_cap: every row below the highest cap its type offers (its full power, usually);
 - precision: per service that lists several weight precisions, the rows of the precision the
   winner's pools use most (the next best precision).
 """
@@ -41,8 +41,8 @@ def choice_runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult,
     if capped:
         caps = ", ".join(sorted({f"{p.hardware} at {p.power_cap_w:g} W" for p in capped}))
         drop = _below_full_power(rp, cs)
-        out.append(make("power_cap", f"power caps below full power ({caps})",
-                        without(cs, drop, "power caps below full power")))
+        out.append(make("power_cap", f"power caps below the highest offered ({caps})",
+                        without(cs, drop, "power caps below the highest offered")))
     for si, svc in enumerate(rp.problem.services):
         if len(svc.precisions) < 2:
             continue
