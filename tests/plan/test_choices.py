@@ -33,6 +33,11 @@ def test_binding_power_cap_buys_more_devices_at_lower_caps():
     decode = [p for p in pools if p.role == "decode"]
     assert decode and all(p.power_cap_w == 400.0 for p in decode)  # memory-bound: free to cap
     assert any(p.role == "prefill" and p.power_cap_w < 700 for p in pools)
+    # by hand: 2 devices at 700 W, 18 at 550 W, 8 at 400 W = 1.4 + 9.9 + 3.2 = 14.5 kW; rented
+    # at the card's $4.25 whatever the cap: 28 x 4.25 = $119.00/h
+    by_cap = {c: sum(p.devices for p in pools if p.power_cap_w == c) for c in (700.0, 550.0, 400.0)}
+    assert by_cap == {700.0: 2, 550.0: 18, 400.0: 8}
+    assert doc.power_kw == pytest.approx(14.5) and doc.cost_per_hour == pytest.approx(119.0)
     # the same problem at full power only: no fleet fits in 15 kW ...
     full = _without(rp, power_caps_w=None)
     assert plan(full, timings=False, compare=False).status == "infeasible"
@@ -56,6 +61,14 @@ def test_high_energy_price_changes_the_winning_type():
     high = plan(rp, timings=False, compare=False)
     low = plan(_at_energy_price(rp, 0.08), timings=False, compare=False)
     assert low.devices_by_type == {"a100-sxm": 78}
+    # by hand, 78 A100s at 400 W: annuity factor 0.08 / (1 - 1.08^-4) = 0.3019208
+    a = 0.08 / (1 - 1.08**-4)
+    capital = 78 * 6000 * a / 8760  # 16.1300
+    network = 78 * 20000 / 8 * a / 8760  # 6.7208
+    energy = 78 * 0.4 * 1.3 * 0.08  # 3.2448
+    hosting = 78 * 0.4 * 150 / 730  # 6.4110
+    assert low.cost_per_hour == pytest.approx(capital + network + energy + hosting, abs=1e-5)  # 32.5066
+    assert low.cost_components.network == pytest.approx(network, abs=1e-5)
     assert high.devices_by_type["h100-sxm"] > high.devices_by_type.get("a100-sxm", 0)
     c = high.cost_components
     assert c is not None and c.rental == 0.0
