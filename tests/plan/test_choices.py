@@ -60,16 +60,21 @@ def test_high_energy_price_changes_the_winning_type():
     rp = load_problem(ROOT / "problems" / "energy-price-tco.yaml")
     high = plan(rp, timings=False, compare=False)
     low = plan(_at_energy_price(rp, 0.08), timings=False, compare=False)
-    assert low.devices_by_type == {"a100-sxm": 78}
-    # by hand, 78 A100s at 400 W: annuity factor 0.08 / (1 - 1.08^-4) = 0.3019208
+    # the winner flips: mostly A100s at $0.08/kWh, mostly H100s at $0.40/kWh
+    assert low.devices_by_type["a100-sxm"] > 10 * low.devices_by_type.get("h100-sxm", 0)
+    assert high.devices_by_type["h100-sxm"] > 10 * high.devices_by_type.get("a100-sxm", 0)
+    # by hand, per device-hour: annuity factor 0.08 / (1 - 1.08^-4) = 0.3019208 on the capital
+    # and on 20,000 / 8 of network per device; energy kW x 1.3 x price; hosting kW x 150 / 730
     a = 0.08 / (1 - 1.08**-4)
-    capital = 78 * 6000 * a / 8760  # 16.1300
-    network = 78 * 20000 / 8 * a / 8760  # 6.7208
-    energy = 78 * 0.4 * 1.3 * 0.08  # 3.2448
-    hosting = 78 * 0.4 * 150 / 730  # 6.4110
-    assert low.cost_per_hour == pytest.approx(capital + network + energy + hosting, abs=1e-5)  # 32.5066
-    assert low.cost_components.network == pytest.approx(network, abs=1e-5)
-    assert high.devices_by_type["h100-sxm"] > high.devices_by_type.get("a100-sxm", 0)
+
+    def per_device(capital: float, kw: float, price: float) -> float:
+        return (capital + 2500) * a / 8760 + kw * 1.3 * price + kw * 150 / 730
+
+    for doc, price in ((low, 0.08), (high, 0.40)):
+        n = doc.devices_by_type
+        expect = (n.get("a100-sxm", 0) * per_device(6000, 0.4, price)
+                  + n.get("h100-sxm", 0) * per_device(25000, 0.7, price))
+        assert doc.cost_per_hour == pytest.approx(expect, abs=1e-5)
     c = high.cost_components
     assert c is not None and c.rental == 0.0
     assert c.capital + c.network + c.energy + c.hosting == pytest.approx(high.cost_per_hour, abs=1e-5)
