@@ -14,7 +14,6 @@ PRUNE_REASONS = ("invalid", "topology", "memory", "slo", "dominated")
 MIN_CAPACITY_QPS = 0.001  # the fleet model counts capacity in milli-QPS
 
 
-
 @dataclass(frozen=True, slots=True)
 class CandidateTable:
     """Kept candidates, one row each (struct of arrays)."""
@@ -40,11 +39,19 @@ class CandidateTable:
     kv_bw: np.ndarray | None = None  # prefill: bytes/s per device of the KV link (NaN otherwise)
     kv_lat: np.ndarray | None = None  # prefill: seconds of latency of the KV link
     kv_ms: np.ndarray | None = None  # prefill: KV transfer time of a mean prompt (part of TTFT)
+    # choices beyond parallelism (candidates/variants.py); defaults: not recorded
+    power_cap_w: np.ndarray | None = None  # board power limit per device, W (NaN: none given)
+    wprec: np.ndarray | None = None  # weight precision code (index into PRECISIONS; -1: unknown)
+    kvprec: np.ndarray | None = None  # KV cache precision code
+    owned_cost: np.ndarray | None = None  # USD per device-hour beyond the rental price
 
     def __post_init__(self) -> None:
-        for name in ("kv_bw", "kv_lat", "kv_ms"):
+        n = len(self.service)
+        defaults = {"kv_bw": np.nan, "kv_lat": np.nan, "kv_ms": np.nan, "power_cap_w": np.nan,
+                    "wprec": -1, "kvprec": -1, "owned_cost": 0.0}
+        for name, v in defaults.items():
             if getattr(self, name) is None:
-                object.__setattr__(self, name, np.full(len(self.service), np.nan))
+                object.__setattr__(self, name, np.full(n, v))
 
     def __len__(self) -> int:
         return len(self.service)
@@ -60,7 +67,7 @@ class CandidateTable:
 
     @classmethod
     def empty(cls) -> CandidateTable:
-        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices"}
+        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "wprec", "kvprec"}
         return cls(**{f.name: np.zeros(0, dtype=int if f.name in ints else float) for f in fields(cls)})
 
     def rows(self, service: int, role: int) -> np.ndarray:

@@ -59,7 +59,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
-        routing=_routing(a.routing, a.placement),
+        routing=_routing(a.routing, a.placement), power_cap_w=a.power_cap,
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0

@@ -73,6 +73,8 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--output-tokens", type=_positive, default=128)
     e.add_argument("--precision", choices=PRECISIONS, default="bf16")
     e.add_argument("--kv-precision", choices=PRECISIONS)
+    e.add_argument("--power-cap", type=float, metavar="W",
+                   help="board power limit per device (the card's power_curve; default full power)")
     e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
                    help="use the engine's calibrated parameters (hardware/calibration/)")
     e.add_argument("--routing", default=None, metavar="SPEC",

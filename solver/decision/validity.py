@@ -136,6 +136,8 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
                            lambda f: derive(rp, demand_scale=f))
     prices = []
     for name, current in zip(rp.hardware_names, rp.prices):
+        if current <= 0:  # an owned type without rent (`cost:`): no rental price to vary
+            continue
         prices.append(_interval(f"price of {name}", "USD/device-hour", current, pr,
                                 lambda f, name=name, current=current: derive(rp, prices={name: current * f})))
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),

@@ -49,7 +49,7 @@ class Uncertainty(Strict):
 class Alternative(Strict):
     """A runner-up: the best plan once the winner's structure of one kind is excluded."""
 
-    kind: Literal["device_type", "runtime", "parallelism"]
+    kind: Literal["device_type", "runtime", "parallelism", "power_cap", "precision"]
     excluded: str = Field(description="what of the winner was excluded, in words")
     status: Literal["optimal", "feasible", "infeasible"]
     cost_per_hour: float | None

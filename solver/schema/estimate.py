@@ -48,6 +48,7 @@ class EstimateResult(Strict):
     input_tokens: int
     output_tokens: int
     routing: str | None = Field(None, description="routing over experts (MoE models only)")
+    power_cap_w: float | None = Field(None, description="board power limit (extension); null: full power")
     fits: bool
     memory_gib_per_device: float
     memory: MemoryBreakdown

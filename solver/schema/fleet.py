@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from solver.schema.base import FieldError, Strict
+from solver.schema.tco import SiteCost
 
 MAX_SITES = 64
 MAX_LOSE_INSTANCES = 16
@@ -53,6 +54,7 @@ class Site(Strict):
     name: str = Field(min_length=1, max_length=200)
     power_kw: float | None = Field(None, gt=0, le=1e7, description="cap on the site's power")
     hardware: list[SiteHardware] = Field(min_length=1, max_length=100)
+    cost: SiteCost | None = None  # energy and hosting of owned devices here (schema/tco.py)
 
     @model_validator(mode="after")
     def _check(self) -> Site:

@@ -37,8 +37,20 @@ class Predicted(Strict):
     tpot_p99_ms: float | None = None
 
 
+class CostComponents(Strict):
+    """USD per hour by component (extension): rental, amortised capital and network, energy
+    (x PUE) and hosting on the devices' power at their caps; they sum to the cost."""
+
+    rental: float
+    capital: float
+    network: float
+    energy: float
+    hosting: float
+
+
 class Pool(Doc):
-    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms", "kv_precision"})
+    _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms",
+                                 "power_cap_w", "kv_precision", "cost_components"})
 
     role: Role
     hardware: str
@@ -56,8 +68,8 @@ class Pool(Doc):
     # extensions
     precision: Precision
     kv_precision: Precision | None = Field(
-        None, description="the KV cache's precision where the service sets one unlike `precision`; "
-        "absent: the KV cache is stored in `precision`")
+        None, description="the KV cache's precision where the service sets one or offers a choice "
+        "(`kv_precision`, a list of precisions); absent: the KV cache is stored in `precision`")
     chunk_tokens: int | None = Field(None, description="colocated: prefill tokens per iteration")
     power_kw: float
     capacity_qps_per_instance: float
@@ -68,3 +80,7 @@ class Pool(Doc):
         "computed for (GB/s per device); absent: the pool's own card's scale-out link")
     kv_link_latency_us: float | None = None
     kv_transfer_ms: float | None = Field(None, description="KV transfer of a mean prompt, in TTFT")
+    # choices (extensions): the power limit the devices run at (types with power_caps_w), the
+    # KV cache precision (services that give kv_precision), the cost by component (`cost:`)
+    power_cap_w: float | None = Field(None, description="board power limit per device, W")
+    cost_components: CostComponents | None = None

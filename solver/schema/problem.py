@@ -24,6 +24,7 @@ from solver.schema.fleet import (
 )
 from solver.schema.routing import Routing
 from solver.schema.sweep import Sweep
+from solver.schema.tco import DeviceCost
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
@@ -162,13 +163,32 @@ class Workload(Strict):
 class Service(Strict):
     name: str = Field(min_length=1, max_length=200)
     model: ModelRef
-    precision: Precision = "bf16"
-    kv_precision: Precision | None = None
+    # a list: each value is acceptable and the planner chooses per pool (extension)
+    precision: Precision | list[Precision] = "bf16"
+    kv_precision: Precision | list[Precision] | None = None
     workload: Workload
     slo: Slo = Slo()
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
     sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
+
+    @field_validator("precision", "kv_precision")
+    @classmethod
+    def _precision_choice(cls, v: Any) -> Any:
+        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
+            raise ValueError("a list of precisions must be non-empty and must not repeat")
+        return v
+
+    @property
+    def precisions(self) -> tuple[Precision, ...]:
+        """The weight precisions the planner may choose from (the first is the default)."""
+        return tuple(self.precision) if isinstance(self.precision, list) else (self.precision,)
+
+    @property
+    def kv_precisions(self) -> tuple[Precision, ...] | None:
+        """The KV cache precisions to choose from; None: the KV cache follows the weights."""
+        kv = self.kv_precision
+        return None if kv is None else tuple(kv) if isinstance(kv, list) else (kv,)
 
 
 class HardwareEntry(Strict):
@@ -176,6 +196,19 @@ class HardwareEntry(Strict):
     supply: int | None = Field(None, ge=0, le=MAX_SUPPLY, description="devices available")
     price_per_hour: float | None = Field(None, gt=0, le=MAX_PRICE, description="USD/device-hour")
     power_w: float | None = Field(None, gt=0, le=1e5, description="override the card's power")
+    # extensions: power limits as a search axis, ownership costs (schema/tco.py), pod sizes
+    power_caps_w: list[Annotated[float, Field(gt=0, le=1e5)]] | None = Field(
+        None, min_length=1, max_length=16, description="board power limits to choose from, W")
+    cost: DeviceCost | None = None
+    devices_per_node: int | None = Field(None, ge=1, le=MAX_DEGREE, description="override the card's")
+    scale_up_domain_devices: int | None = Field(None, ge=1, le=100_000, description="override the card's")
+
+    @field_validator("power_caps_w")
+    @classmethod
+    def _distinct_caps(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("power caps must not repeat")
+        return None if v is None else sorted(v, reverse=True)
 
     @property
     def name(self) -> str:

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
-from solver.schema.pool import Doc, Pool, Predicted, Role
+from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
 
 class KvRoute(Doc):
@@ -267,7 +267,7 @@ class TransitionResult(Strict):
 
 
 class PlanResult(Doc):
-    _omit_when_none = frozenset({"sites", "heterogeneity", "transition"})
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -291,6 +291,8 @@ class PlanResult(Doc):
     sites: list[SiteResult] | None = None
     heterogeneity: HeteroComparison | None = None
     transition: TransitionResult | None = None
+    cost_components: CostComponents | None = Field(
+        None, description="problems with `cost:` entries: the hourly cost by component")
 
 
 PlanResult.model_rebuild()
