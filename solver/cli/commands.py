@@ -208,6 +208,25 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_trace(a: argparse.Namespace) -> int:
+    from solver.problem.workload_data import summarize
+    from solver.report import trace_views as views
+
+    if a.plot:
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--plot")
+    doc = summarize(a.file, a.window)
+    if a.plot:
+        views.trace_png(doc, a.plot)
+    text = views.to_json(doc) if a.format == "json" else views.trace_text(doc)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
     tmp = f"{path}.tmp{os.getpid()}"
     try:
@@ -267,6 +286,7 @@ COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
     "simulate": _cmd_simulate,
+    "trace": _cmd_trace,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,

@@ -254,6 +254,20 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     help="leave wall times null so that the same input and seed give byte-identical output")
 
 
+def add_trace(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan trace`: the summary of a request trace or a length distribution."""
+    t = sub.add_parser("trace", help="summarise a request trace (rate over time, inter-arrival CV, length "
+                       "percentiles) or a length-distribution file")
+    t.add_argument("file", metavar="FILE", help="CSV or JSONL trace (Azure LLM inference format, timestamp / "
+                   "prompt / output columns), a field,tokens,share length file, or a shipped trace's name")
+    t.add_argument("--window", type=_bounded(float, 1e-3, 86_400.0, "seconds"), default=60.0,
+                   help="window of the rate and burstiness, seconds (default 60)")
+    t.add_argument("--format", choices=["table", "json"], default="table")
+    t.add_argument("--plot", metavar="FILE.png",
+                   help="draw rate, CV and lengths (needs matplotlib: pip install 'fleetplan[plot]')")
+    t.add_argument("--out", help="write the summary to this file instead of stdout")
+
+
 def add_check(sub: argparse._SubParsersAction) -> None:
     """`fleetplan check`: validate problem files without solving."""
     ch = sub.add_parser("check", help="validate problem files without solving")
@@ -293,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "at the lowest cost.")
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_check,
+    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
                 add_validate, add_catalog, add_schema, profiles_cli.add_parser):
         add(sub)
     return p
