@@ -178,7 +178,7 @@ def _cmd_batch(a: argparse.Namespace) -> int:
 def _cmd_simulate(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
     from solver.plan.sim_input import is_result_file, plan_to_simulate
-    from solver.plan.sim_sources import expected_requests
+    from solver.plan.sim_sources import total_requests
     from solver.plan.simulate import SimulateOptions, check_plan, simulate
     from solver.report import simulate as views
 
@@ -193,7 +193,7 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     check_plan(doc)
     opts = SimulateOptions(rate_scale=a.rate_scale, arrival=a.arrival, requests=a.requests, seed=a.seed,
                            router=a.router)
-    bar = views.Progress(expected_requests(a.arrival, a.requests) * len(doc.services), sys.stderr)
+    bar = views.Progress(total_requests(rp, [s.name for s in doc.services], a.arrival, a.requests), sys.stderr)
     try:
         res = simulate(rp, doc, opts, on_finished=bar.advance, timings=not a.no_timings)
     finally:

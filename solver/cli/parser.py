@@ -233,8 +233,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     "of the name the result gives)")
     si.add_argument("--rate-scale", type=_bounded(float, 1e-3, 1e3, "a number"), default=1.0,
                     help="arrival rate = planned demand x this (default 1; 0.001..1000)")
-    si.add_argument("--arrival", type=_arrival, default="poisson",
-                    help="poisson (default), gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
+    si.add_argument("--arrival", type=_arrival, default="workload",
+                    help="workload (default: the trace a service's workload names, gamma:arrival_cv where it "
+                    "gives one, else poisson), poisson, gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
                     "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
                     "runs them; vllm bench serve --max-concurrency N by default)")
     si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
