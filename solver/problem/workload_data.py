@@ -27,6 +27,7 @@ import csv
 import io
 import math
 import os
+import stat
 from functools import lru_cache
 from pathlib import Path
 
@@ -182,13 +183,15 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def is_lengths_file(path: str) -> bool:
-    """Whether a CSV's header is a length distribution's (field, tokens, share)."""
+    """Whether a CSV's header is a length distribution's (a `field` column: field, tokens, share)."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False  # a FIFO would block here; the reader names what it is
         with open(path, encoding="utf-8-sig", errors="replace") as fh:
             head = fh.readline(4096)
     except OSError:
         return False
-    return {"field", "tokens", "share"} <= {h.strip().lower() for h in head.split(",")}
+    return "field" in {h.strip().lower() for h in head.split(",")}
 
 
 def lengths_summary(path: str) -> TraceSummary:
