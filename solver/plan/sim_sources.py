@@ -65,8 +65,8 @@ def parse_arrival(text: str) -> str:
         if tool and tool not in TOOLS:
             raise ValueError(f"closed:N:TOOL: TOOL is one of {', '.join(TOOLS)}, got '{tool}'")
         return text
-    raise ValueError(f"'{text}': one of workload, poisson, gamma:CV, trace:FILE, closed:N, "
-                     f"closed:N:{'|'.join(TOOLS)}")
+    raise ValueError(f"'{text}': one of poisson, gamma:CV, trace:FILE, closed:N, closed:N:{'|'.join(TOOLS)} "
+                     "or workload")
 
 
 def expected_requests(arrival: str, requests: int | None) -> int:
