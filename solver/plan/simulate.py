@@ -51,7 +51,9 @@ from solver.schema.simulation import SimulationResult
 @dataclass(frozen=True)
 class SimulateOptions:
     rate_scale: float = 1.0
-    arrival: str = "workload"  # workload | poisson | gamma:CV | trace:FILE | closed:N (sim_sources.py)
+    # poisson | gamma:CV | trace:FILE | closed:N | workload (sim_sources.py); the command line's
+    # default is workload, the decision record's replay keeps poisson (solver/decision/replayed.py)
+    arrival: str = "poisson"
     requests: int | None = None  # per service (None: the arrival's default, sim_sources.py)
     seed: int = 0
     router: str = "least_queue"

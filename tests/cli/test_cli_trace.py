@@ -57,7 +57,7 @@ def test_simulate_replays_the_workload_trace_at_the_planned_rate(tmp_path):
     assert total_requests(rp, ["conversation"], "workload", None) == 0  # the whole trace: known once read
     doc = plan(rp, SolveOptions(time_limit_s=60), timings=False)
     assert doc.status == "optimal" and doc.services[0].demand_qps == pytest.approx(wl.qps, rel=1e-5)
-    res = simulate(rp, doc, SimulateOptions(requests=400, rate_scale=2.0), timings=False)
+    res = simulate(rp, doc, SimulateOptions(arrival="workload", requests=400, rate_scale=2.0), timings=False)
     assert res.arrival == f"trace:{wl.trace}"
     replay = res.services[0].replay
     assert replay.requests == 400
