@@ -116,11 +116,14 @@ def service_source(rp: ResolvedProblem, si: int, qps: float, arrival: str, reque
 
     wl = rp.problem.services[si].workload
     if arrival == "workload" and wl.trace is not None:  # the workload's trace, at the planned rate
-        from solver.problem.workload_data import DEFAULT_WINDOW_S, summarize
+        from pathlib import Path
 
-        mean = summarize(wl.trace, wl.window_s or DEFAULT_WINDOW_S).mean_rate_qps or 1.0
-        return workload_source(f"trace:{wl.trace}", wl, requests, seed, qps / mean,
-                               where=f"services[{si}].workload")
+        from solver.problem.workload_data import DEFAULT_WINDOW_S, data_path, summarize
+
+        base = None if rp.doc.path.startswith("<") else Path(rp.doc.path).parent
+        path = str(data_path(wl.trace, base).resolve())  # as the problem's loading resolved it
+        mean = summarize(path, wl.window_s or DEFAULT_WINDOW_S).mean_rate_qps or 1.0
+        return workload_source(f"trace:{path}", wl, requests, seed, qps / mean, where=f"services[{si}].workload")
     arrival = workload_arrival(rp, si, arrival)
     kind = arrival.partition(":")[0]
     if kind in ("poisson", "gamma") and not qps > 0:

@@ -235,13 +235,14 @@ def _dist(values: np.ndarray, weights: np.ndarray) -> TokenDist:
 
 
 def fill_workload(wl: Workload, base: Path | None) -> Workload:
-    """The workload with the fields its data file gives filled in (the given ones kept) and the
-    file's name made absolute; a workload without data, or already filled, comes back as it is."""
+    """The workload with the fields its data file gives filled in (the given ones kept; the file's
+    name stays as written, so that a problem's document does not depend on where it lies); a
+    workload without data comes back as it is."""
     if not wl.from_data:
         return wl
     ref = wl.trace if wl.trace is not None else wl.lengths
     p = data_path(ref, base).resolve()  # type: ignore[arg-type]
-    upd: dict = {"trace" if wl.trace is not None else "lengths": str(p)}
+    upd: dict = {}
     if wl.trace is not None:
         summary, h_in, h_out = _trace_data(str(p), _stamp(p), float(wl.window_s or DEFAULT_WINDOW_S))
         upd.update(qps=wl.qps or summary.mean_rate_qps, arrival_cv=wl.arrival_cv or summary.arrival_cv)
