@@ -240,3 +240,16 @@ def test_inline_problem_resolves_shipped_trace_names():
     wl = rp.problem.services[0].workload
     assert wl.trace == "azure-llm-2023-code"
     assert round(wl.qps, 3) == 2.566 and wl.arrival_cv > 3  # the code trace is bursty (CV 4.69 within minutes)
+
+
+def test_jsonl_and_generic_csv_traces_give_the_same_summary(tmp_path):
+    jsonl = tmp_path / "t.jsonl"
+    jsonl.write_text("".join(f'{{"timestamp": {t}, "prompt_tokens": {p}, "output_tokens": {o}}}\n' for t, p, o in TINY))
+    generic = _write(tmp_path / "g.csv", TINY, ("time_s", "input_length", "output_len"))
+    a, b = summarize(str(jsonl), 5.0), summarize(str(generic), 5.0)
+    assert a.model_dump(exclude={"file"}) == b.model_dump(exclude={"file"})
+    assert a.requests == 8 and a.arrival_cv == pytest.approx(math.sqrt((3 * 2 / 16 + 2 * 4 / 9) / 5))
+    bad = tmp_path / "b.jsonl"
+    bad.write_text('{"timestamp": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"timestamp": 1, "prompt_tokens": 5}\n')
+    with pytest.raises(InputError, match=r"b\.jsonl:2: output_tokens: missing value"):
+        summarize(str(bad))
