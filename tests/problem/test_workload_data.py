@@ -253,3 +253,15 @@ def test_jsonl_and_generic_csv_traces_give_the_same_summary(tmp_path):
     bad.write_text('{"timestamp": 0, "prompt_tokens": 5, "output_tokens": 1}\n{"timestamp": 1, "prompt_tokens": 5}\n')
     with pytest.raises(InputError, match=r"b\.jsonl:2: output_tokens: missing value"):
         summarize(str(bad))
+
+
+def test_a_sweep_of_qps_keeps_the_traces_lengths_and_burstiness(tmp_path):
+    from solver.problem.sweep import expand
+
+    _write(tmp_path / "t.csv", TINY)
+    path = _problem(tmp_path, "trace: t.csv\nwindow_s: 5")
+    path.write_text(path.read_text() + "sweep:\n  services[chat].workload.qps: [10, 20]\n")
+    got = [(v.problem.problem.services[0].workload.qps, v.problem.problem.services[0].workload.arrival_cv,
+            v.problem.problem.services[0].workload.input_tokens.mean_tokens) for v in expand(load_problem(path))]
+    cv = math.sqrt((3 * 2 / 16 + 2 * 4 / 9) / 5)
+    assert got == [(10, pytest.approx(cv), 450), (20, pytest.approx(cv), 450)]
