@@ -148,6 +148,12 @@ def test_only_bounded_regular_files(tmp_path):
         fh.truncate((256 << 20) + 1)
     with pytest.raises(InputError, match="big.csv: 268,435,457 bytes, over the 268,435,456-byte limit"):
         summarize(str(big))
+    big = tmp_path / "big-lengths.csv"
+    with open(big, "wb") as fh:
+        fh.write(b"field,tokens,share\n")
+        fh.truncate((64 << 20) + 1)
+    with pytest.raises(InputError, match="big-lengths.csv: 67,108,865 bytes, over the 67,108,864-byte limit"):
+        summarize(str(big))
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.csv")
         with pytest.raises(InputError, match="not a regular file"):
