@@ -65,6 +65,7 @@ def workload_of(s: Service) -> rt.Workload:
         output_tokens=w.output_tokens.mean_tokens,
         input_p99_tokens=w.input_tokens.p99_tokens,
         output_p99_tokens=w.output_tokens.p99_tokens,
+        arrival_cv=w.arrival_cv or 1.0,
     )
 
 

@@ -178,7 +178,7 @@ def _cmd_batch(a: argparse.Namespace) -> int:
 def _cmd_simulate(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
     from solver.plan.sim_input import is_result_file, plan_to_simulate
-    from solver.plan.sim_sources import expected_requests
+    from solver.plan.sim_sources import total_requests
     from solver.plan.simulate import SimulateOptions, check_plan, simulate
     from solver.report import simulate as views
 
@@ -193,7 +193,7 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     check_plan(doc)
     opts = SimulateOptions(rate_scale=a.rate_scale, arrival=a.arrival, requests=a.requests, seed=a.seed,
                            router=a.router)
-    bar = views.Progress(expected_requests(a.arrival, a.requests) * len(doc.services), sys.stderr)
+    bar = views.Progress(total_requests(rp, [s.name for s in doc.services], a.arrival, a.requests), sys.stderr)
     try:
         res = simulate(rp, doc, opts, on_finished=bar.advance, timings=not a.no_timings)
     finally:
@@ -201,6 +201,25 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     if a.plot:
         views.simulate_png(res, a.plot)
     text = views.to_json(res) if a.format == "json" else views.simulate_text(res)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_trace(a: argparse.Namespace) -> int:
+    from solver.problem.workload_data import summarize
+    from solver.report import trace_views as views
+
+    if a.plot:
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--plot")
+    doc = summarize(a.file, a.window)
+    if a.plot:
+        views.trace_png(doc, a.plot)
+    text = views.to_json(doc) if a.format == "json" else views.trace_text(doc)
     if a.out:
         _write_atomic(a.out, text)
     else:
@@ -309,6 +328,7 @@ COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
     "simulate": _cmd_simulate,
+    "trace": _cmd_trace,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,

@@ -238,8 +238,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     "of the name the result gives)")
     si.add_argument("--rate-scale", type=_bounded(float, 1e-3, 1e3, "a number"), default=1.0,
                     help="arrival rate = planned demand x this (default 1; 0.001..1000)")
-    si.add_argument("--arrival", type=_arrival, default="poisson",
-                    help="poisson (default), gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
+    si.add_argument("--arrival", type=_arrival, default="workload",
+                    help="workload (default: the trace a service's workload names, gamma:arrival_cv where it "
+                    "gives one, else poisson), poisson, gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
                     "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
                     "runs them; vllm bench serve --max-concurrency N by default)")
     si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
@@ -257,6 +258,20 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     help="with a problem: seconds to plan it (default 60)")
     si.add_argument("--no-timings", action="store_true",
                     help="leave wall times null so that the same input and seed give byte-identical output")
+
+
+def add_trace(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan trace`: the summary of a request trace or a length distribution."""
+    t = sub.add_parser("trace", help="summarise a request trace (rate over time, inter-arrival CV, length "
+                       "percentiles) or a length-distribution file")
+    t.add_argument("file", metavar="FILE", help="CSV or JSONL trace (Azure LLM inference format, timestamp / "
+                   "prompt / output columns), a field,tokens,share length file, or a shipped trace's name")
+    t.add_argument("--window", type=_bounded(float, 1e-3, 86_400.0, "seconds"), default=60.0,
+                   help="window of the rate and burstiness, seconds (default 60)")
+    t.add_argument("--format", choices=["table", "json"], default="table")
+    t.add_argument("--plot", metavar="FILE.png",
+                   help="draw rate, CV and lengths (needs matplotlib: pip install 'fleetplan[plot]')")
+    t.add_argument("--out", help="write the summary to this file instead of stdout")
 
 
 def add_check(sub: argparse._SubParsersAction) -> None:
@@ -345,7 +360,7 @@ def build_parser() -> argparse.ArgumentParser:
                 "at the lowest cost.")
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_check,
+    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
                 add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
         add(sub)
     return p

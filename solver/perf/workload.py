@@ -9,12 +9,19 @@ from solver.schema.engine import EngineParams
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """Token lengths of one service (means and tails, tokens)."""
+    """Token lengths of one service (means and tails, tokens) and the burstiness of its arrivals:
+    `arrival_cv`, the coefficient of variation of inter-arrival times (1: Poisson), which scales
+    the queueing waits by its square (runtime.py `queue_wait`)."""
 
     input_tokens: float
     output_tokens: float
     input_p99_tokens: float | None = None
     output_p99_tokens: float | None = None
+    arrival_cv: float = 1.0
+
+    @property
+    def arrival_cv2(self) -> float:
+        return self.arrival_cv * self.arrival_cv
 
     @property
     def input_p99(self) -> float:

@@ -14,6 +14,7 @@ from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.problem.hardware import entry_caps, entry_card
 from solver.problem.tco import CostParts, device_parts
+from solver.problem.workload_data import fill_workload
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.engine import EngineParams
 from solver.schema.problem import Problem, Service
@@ -126,8 +127,26 @@ def _arch(doc: YamlDoc, i: int, s: Service, card: ModelCard) -> ModelArch:
         raise InputError(f"{_where(doc, loc)}: services[{i}].routing: {exc}") from None
 
 
+def _workloads(problem: Problem, doc: YamlDoc, base: Path | None) -> Problem:
+    """Workloads from data (`trace:` / `lengths:`) filled in (solver/problem/workload_data.py); a bad
+    file names the problem's line, then the file's."""
+    if not any(s.workload.from_data for s in problem.services):
+        return problem
+    services = []
+    for i, s in enumerate(problem.services):
+        key = "trace" if s.workload.trace is not None else "lengths"
+        try:
+            wl = fill_workload(s.workload, base)
+        except InputError as exc:
+            loc = ("services", i, "workload", key)
+            raise InputError(f"{_where(doc, loc)}: services[{i}].workload.{key}: {exc}") from None
+        services.append(s if wl is s.workload else s.model_copy(update={"workload": wl}))
+    return problem.model_copy(update={"services": services})
+
+
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
+    problem = _workloads(problem, doc, base)
     models: list[ModelCard] = []
     archs: list[ModelArch] = []
     for i, s in enumerate(problem.services):

@@ -143,21 +143,50 @@ class Slo(Strict):
     tpot_ms: LatencyBound | None = None
 
 
+MAX_ARRIVAL_CV = 100.0  # as `fleetplan simulate --arrival gamma:CV` (solver/plan/sim_sources.py MAX_CV)
+MAX_PATH = 4096  # characters of a file name in a problem (Linux PATH_MAX)
+
+
 class Workload(Strict):
-    qps: float = Field(gt=0, le=MAX_QPS, description="requests/s; max_throughput: mix weight")
-    input_tokens: TokenDist
-    output_tokens: TokenDist
+    """A service's requests: given (qps and token counts), or from data (`trace:` or `lengths:`,
+    solver/problem/workload_data.py fills the fields not given); given fields override the data."""
+
+    qps: float | None = Field(None, gt=0, le=MAX_QPS, description="requests/s; max_throughput: mix weight")
+    input_tokens: TokenDist | None = None
+    output_tokens: TokenDist | None = None
     max_context: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
+    arrival_cv: float | None = Field(None, gt=0, le=MAX_ARRIVAL_CV,
+                                     description="CV of inter-arrival times (1: Poisson, the default)")
+    trace: str | None = Field(None, min_length=1, max_length=MAX_PATH,
+                              description="request trace file (or shipped trace name)")
+    lengths: str | None = Field(None, min_length=1, max_length=MAX_PATH,
+                                description="length-distribution file (or shipped name)")
+    window_s: float | None = Field(None, gt=0, le=86_400, description="trace window for the burstiness")
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
-        if self.max_context is not None:
+        if self.trace is not None and self.lengths is not None:
+            raise ValueError("give trace: or lengths:, not both")
+        if self.window_s is not None and self.trace is None:
+            raise FieldError("window_s applies to a trace: workload", ("window_s",))
+        if self.trace is None:
+            if self.qps is None:
+                raise FieldError("needs qps (requests/s) or a trace: file", ("qps",))
+            if self.lengths is None:
+                for f in ("input_tokens", "output_tokens"):
+                    if getattr(self, f) is None:
+                        raise FieldError(f"needs {f} (or a trace: or lengths: file)", (f,))
+        if self.max_context is not None and self.input_tokens is not None and self.output_tokens is not None:
             need = self.input_tokens.mean_tokens + self.output_tokens.mean_tokens
             if need > self.max_context:
                 raise ValueError(
                     f"input + output tokens ({need:g}) exceed max_context ({self.max_context})"
                 )
         return self
+
+    @property
+    def from_data(self) -> bool:
+        return self.trace is not None or self.lengths is not None
 
 
 class Service(Strict):

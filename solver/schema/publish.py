@@ -22,6 +22,7 @@ from solver.schema.problem import Problem
 from solver.schema.questions import FrontierResult, PriceSweepResult
 from solver.schema.result import PlanResult
 from solver.schema.simulation import SimulationResult
+from solver.schema.trace import TraceSummary
 from solver.schema.validation import ValidationReport
 
 BASE_ID = "https://fleetplan.dev/schemas"
@@ -40,6 +41,7 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], Literal["validation", "serialization
     "batch-summary": (BatchSummary, "serialization", "fleetplan batch: DIR/summary.json"),
     "batch-record": (BatchRecord, "serialization", "fleetplan batch: DIR/results/<key>.record.json"),
     "simulation": (SimulationResult, "serialization", "fleetplan simulate --format json"),
+    "trace": (TraceSummary, "serialization", "fleetplan trace --format json"),
 }
 
 

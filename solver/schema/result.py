@@ -155,6 +155,9 @@ class WorkloadAssumption(Strict):
     output_tokens_p99: float
     slo: SloBounds
     routing: str | None = None
+    arrival_cv: float = Field(1.0, description="CV of inter-arrival times the queueing waits assume (1: Poisson)")
+    data: str | None = Field(None, description="the trace or length file the workload came from, as the "
+                                               "problem names it")
 
 
 class HardwareAssumption(Strict):

@@ -96,3 +96,13 @@ def test_a_dense_plan_lists_no_moe_tables_and_a_tp1_plan_no_allreduce():
     assert "moe_experts" not in {p.family for p in everything.profiles}  # a dense service
     assert {p.family for p in everything.profiles if p.hardware == "h100-sxm"} == {
         "gemm", "attention_context", "attention_generation", "allreduce"}
+
+
+def test_assumptions_record_a_workload_from_data():
+    rp = load_problem(ROOT / "problems" / "azure-conv-trace.yaml")
+    (w,) = assumptions(rp, families_considered(rp)).workloads
+    assert w.data == "azure-llm-2023-conv" and round(w.arrival_cv, 3) == 1.028 and round(w.qps, 2) == 5.53
+    assert (w.input_tokens_p99, w.output_tokens_p99) == (4142.0, 601.0)
+    other = load_problem(ROOT / "problems" / "mixed-supply.yaml")
+    plain = assumptions(other, families_considered(other)).workloads[0]
+    assert (plain.arrival_cv, plain.data) == (1.0, None)
