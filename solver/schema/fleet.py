@@ -18,7 +18,7 @@ deployment and the cost of switching away from it.
     transition: {per_device_moved_usd: 20, per_instance_resharded_usd: 50,
                  drained_hours_per_change: 0.5, horizon_hours: 720}
 
-Cross-field checks (names that must exist) are made by `check_fleet_fields` in `problem.py`, called from the
+Cross-field checks (names that must exist) are made by `check_fleet_fields` in `problem_checks.py`, called from the
 Problem's model validator, so that every error names the offending field and line.
 """
 
