@@ -41,9 +41,7 @@ def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, d
     docstring; the MoE block's router and shared experts ask the GEMM table)."""
     gqa = not arch.mla_latent
     moe = arch.moe_layers > 0 and arch.gated_mlp
-    out = set()
-    if gqa or moe:
-        out.add("gemm")
+    out = {"gemm"}  # the LM head at least
     if gqa and prefills:
         out.add("attention_context")
     if gqa and decodes:
@@ -114,7 +112,7 @@ class MeasuredTimes:
     def dense_mlp(self, tokens, count=1.0) -> np.ndarray:
         fallback = self.roofline.dense_mlp(tokens)
         a, p = self.arch, self.plans
-        if not (self.gqa and a.gated_mlp):
+        if not a.gated_mlp:
             return self._roofline_only("dense_mlp", fallback, count)
         est = hooks.dense_mlp(self.tables, p.hw, tokens, a.hidden, a.dense_mlp_params / (3 * a.hidden),
                               self.roofline.tp, p.wprec)
@@ -138,8 +136,6 @@ class MeasuredTimes:
 
     def lm_head(self, rows, count=1.0) -> np.ndarray:
         fallback = self.roofline.lm_head(rows)
-        if not self.gqa:
-            return self._roofline_only("lm_head", fallback, count)
         a = self.arch
         est = hooks.lm_head(self.tables, self.plans.hw, rows, a.hidden, a.vocab, self.roofline.tp)
         return self._settle("lm_head", est, fallback, count)
