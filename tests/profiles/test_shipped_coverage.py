@@ -20,6 +20,7 @@ from solver.profiles.format import available, shipped_root
 from solver.schema.engine import EngineParams
 
 FAMILIES = {"gemm", "attention_context", "attention_generation", "allreduce", "collectives", "moe_experts"}
+MLA = {"mla_generation", "mla_context"}  # DeepSeek-V3's MLA block: TensorRT-LLM and vLLM only
 
 
 @pytest.mark.parametrize("hardware,framework", [
@@ -28,7 +29,7 @@ FAMILIES = {"gemm", "attention_context", "attention_generation", "allreduce", "c
 ])
 def test_every_family_ships(hardware, framework):
     have = {fam for hw, fw, fam in available(shipped_root()) if (hw, fw) == (hardware, framework)}
-    assert have == FAMILIES
+    assert have == FAMILIES | (set() if framework == "sglang" else MLA)
 
 
 def test_h100_sglang_is_not_shipped_until_the_sglang_calibration_is_refitted():
@@ -69,3 +70,34 @@ def test_b200_and_sglang_plans_use_tables(hardware, engine):
     for op in ("projections", "decode_attention", "moe_block", "tp_all_reduce"):
         assert times.sources[op][0] < ROOFLINE, op
     assert tally.shares()["roofline"][0] < 0.05
+
+
+def _deepseek(hardware: str, engine: str):
+    card = shipped.hardware_card(hardware)
+    hw = HardwareTable.from_cards([card], engine=EngineParams(), profiles=measured_tables([card], engine))
+    arch = ModelArch.from_card(shipped.model_card("deepseek-v3"))
+    plans = Plans.of(hw=0, tp=8, pp=1, ep=8, dp=1, batch=4, wprec=1, kvprec=0)  # fp8 weights, bf16 KV
+    tally = SourceTally(1)
+    return operator_times(arch, hw, plans, tally), tally
+
+
+def test_deepseek_mla_block_comes_from_its_table():
+    times, tally = _deepseek("h200-sxm", "trtllm")
+    # the block's projections are inside the measured block: none charged apart
+    assert times.projections(np.array([4.0]))[0] == 0.0 and times.sources["projections"][0] == MEASURED
+    # 16 heads per device (128 / TP 8), row fp8_block,bf16,16,4,1025,57.5
+    dec = times.decode_attention(np.array([4.0]), np.array([1025.0]), None)
+    assert dec[0] == pytest.approx(57.5e-6, rel=1e-9) and times.sources["decode_attention"][0] == MEASURED
+    # one 1024-token prompt, row fp8_block,bf16,16,1,1024,168.8; a 512-token chunk of it: half
+    pre = times.prefill_attention(np.array([1024.0]), np.array([1024.0]), np.array([1024.0]), None)
+    assert pre[0] == pytest.approx(168.8e-6, rel=1e-9)
+    half = times.prefill_attention(np.array([512.0]), np.array([1024.0]), np.array([512.0]), None)
+    assert half[0] == pytest.approx(168.8e-6 / 2, rel=1e-9)
+    assert tally.shares()["roofline"][0] == 0.0
+
+
+def test_without_an_mla_table_the_roofline_block_stands():
+    times, _ = _deepseek("h200-sxm", "sglang")  # SGLang ships no MLA block table
+    proj = times.projections(np.array([4.0]))
+    assert proj[0] == times.roofline.projections(np.array([4.0]))[0] > 0
+    assert times.sources["projections"][0] == ROOFLINE
