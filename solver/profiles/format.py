@@ -40,7 +40,7 @@ FORMAT = "fleetplan-profile/1"
 
 Family = Literal[
     "gemm", "attention_context", "attention_generation", "allreduce", "collectives",
-    "moe_experts",
+    "moe_experts", "mla_generation", "mla_context",
 ]
 
 
@@ -82,6 +82,20 @@ FAMILIES: dict[str, FamilySpec] = {
         axes=("batch", "kv_tokens"),
         doc="One decode step of attention core: `batch` sequences, one new query token each, "
         "attending to `kv_tokens` cached tokens (including the new one), full attention.",
+    ),
+    "mla_generation": FamilySpec(
+        "mla_generation",
+        keys=("gemm_dtype", "kv_dtype", "num_heads"),
+        axes=("batch", "kv_tokens"),
+        doc="One decode step of DeepSeek-V3's whole MLA attention block (projections, norms, "
+        "RoPE, latent attention, output projection) on one device with `num_heads` heads.",
+    ),
+    "mla_context": FamilySpec(
+        "mla_context",
+        keys=("gemm_dtype", "kv_dtype", "num_heads"),
+        axes=("batch", "isl_tokens"),
+        doc="One prefill pass of DeepSeek-V3's whole MLA attention block over `batch` prompts "
+        "of `isl_tokens` on one device with `num_heads` heads.",
     ),
     "allreduce": FamilySpec(
         "allreduce",

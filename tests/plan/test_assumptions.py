@@ -76,8 +76,10 @@ def _arch(name: str) -> ModelArch:
     ("llama-3.1-70b", "decode", 16, {"gemm", "attention_generation"}),  # wider than the 8-GPU domain
     # MoE GQA: the expert tables too
     ("qwen3-235b-a22b", "decode", 1, {"gemm", "attention_generation", "moe_experts"}),
-    # MLA: no attention or projection table; the MoE block's router and shared experts ask GEMMs
-    ("deepseek-v3", "prefill", 8, {"gemm", "allreduce", "moe_experts"}),
+    # MLA: the whole attention block's table of the role's phase; the LM head, the dense first
+    # layers and the MoE block's router and shared experts ask GEMMs
+    ("deepseek-v3", "prefill", 8, {"gemm", "allreduce", "moe_experts", "mla_context"}),
+    ("deepseek-v3", "decode", 8, {"gemm", "allreduce", "moe_experts", "mla_generation"}),
 ])
 def test_families_a_pool_draws_time_from(model, role, tp, expected):
     got = families_asked(_arch(model), prefills=role != "decode", decodes=role != "prefill", tp=tp, domain=8)

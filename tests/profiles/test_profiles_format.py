@@ -126,7 +126,7 @@ def test_every_shipped_table_verifies_and_credits_its_source():
         assert p.source.package == "aiconfigurator-core" and "NVIDIA" in (p.source.copyright or "")
         assert p.licence == "Apache-2.0" and p.rows == len(t.columns["latency_us"]) > 0
         assert set(p.columns) == set(FAMILIES[family].columns)
-        assert p.device_name and ("H100" in p.device_name if hw == "h100-sxm" else "H200" in p.device_name)
+        assert p.device_name and {"h100-sxm": "H100", "h200-sxm": "H200", "b200": "B200"}[hw] in p.device_name
     notice = (root.parent.parent / "NOTICE")
     if notice.is_file():  # a checkout (the wheel does not carry NOTICE under hardware/)
         text = notice.read_text()
