@@ -266,9 +266,9 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
     v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
                    "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]")
     v.add_argument("--format", choices=["table", "json", "csv"], default="table")
-    v.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
-                   help="predictor: the closed-form closed loop (default) or a replay of each row's benchmark "
-                   "tool on a simulated engine instance")
+    v.add_argument("--model", choices=["closed-form", "replay"], default="replay",
+                   help="predictor: a replay of each row's benchmark tool on a simulated engine instance "
+                   "(default) or the closed-form closed loop")
     v.add_argument("--out", help="write the result to this file instead of stdout")
 
 
