@@ -31,15 +31,17 @@ from solver.schema.engine import EngineParams
 REPLAY_BOUNDS: tuple[tuple[str, float, float], ...] = (
     # achieved GEMM throughput at model shapes vs the card's best-shape (MAMF) efficiency: a
     # ceiling of 1; below 0.5 would mean the engine's GEMMs reach less than half of what
-    # MAMF-finder measures at the same card (hardware/README.md, efficiency.gemm sources)
+    # MAMF-finder measures at the same card (the cards' efficiency.gemm and its source, e.g.
+    # hardware/h100-sxm.yaml)
     ("gemm_efficiency_factor", 0.5, 1.0),
     # achieved HBM bandwidth in the engine's kernels vs the card's measured copy bandwidth:
     # decode GEMV-like kernels reach 0.6-1.0 of a STREAM-like copy (the card's efficiency.memory
     # is that copy); above 1.25 the product with the card's efficiency passes the peak
     ("memory_efficiency_factor", 0.6, 1.25),
     # CPU time per engine iteration outside the GPU passes (scheduling, sampling, input
-    # preparation, CUDA-graph launch): vLLM V1 moved scheduling off the GPU's critical path to
-    # bring this to ~1-2 ms (vLLM V1 alpha release blog, 2025-01-27); 0.1-8 ms spans engines
+    # preparation, CUDA-graph launch; what the vLLM V1 rewrite, blog "vLLM V1: A Major Upgrade to
+    # vLLM's Core Architecture", 2025-01-27, set out to shrink): an assumption of 0.1-8 ms, from
+    # an overlapped C++ scheduler (TensorRT-LLM) to a Python one at large batch
     ("step_overhead_ms", 0.1, 8.0),
 )
 # per-request time outside the iterations before the first token reaches the client (HTTP
