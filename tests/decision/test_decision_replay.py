@@ -27,7 +27,7 @@ from solver.report.plan_views import to_markdown, to_table
 from solver.schema.decision import DecisionRecord, Shortfall
 from solver.schema.roles import COLOCATED
 from tests.decision.test_decision import decided
-from tests.support.cli import cli
+from tests.support.cli import EXACT_RECORD, cli
 from tests.support.questions_problem import small_problem
 
 OPTS = SolveOptions(time_limit_s=10.0)
@@ -68,8 +68,9 @@ def test_the_record_carries_the_replay_of_the_winning_fleet():
 def test_no_replay_leaves_the_record_as_before(tmp_path):
     rp, doc = decided()
     out = tmp_path / "plan.json"
+    # the whole validity search, as `decided()` runs it (a 15 s budget ends it early on a loaded machine)
     r = cli("plan", "llama3-70b-online", "--no-timings", "--no-replay", "--time-limit", "30", "--format", "json",
-            "--out", str(out))
+            "--out", str(out), *EXACT_RECORD)
     assert r.returncode == 0, r.stderr
     data = json.loads(out.read_text())
     assert "replay" not in data["decision"] and data["decision"]["input_sha256"] == doc.decision.input_sha256
