@@ -5,6 +5,9 @@
         [--evals-step 10]
     python benchmarks/calibrate.py --errors-only [--model closed-form|replay]
 
+Without --model a fit runs through the replay (how the shipped files are fitted) and
+--errors-only uses each file's own `predictor`.
+
 `--model closed-form` (the original fit) scores candidates with the closed form of
 solver/perf/closed_loop.py, wave-law terms and mixed-batch slowdown included; `--model replay`
 scores them by replaying each row's benchmark (solver/accuracy/replay_fit.py: physical
@@ -89,7 +92,7 @@ def _validation(rows, params: EngineParams, data: Path) -> list[dict]:
     return out
 
 
-def _errors_only(rows, data: Path, out_dir: Path, engines, model: str = "closed-form") -> None:
+def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None = None) -> None:
     """Recompute the `validation` block of the shipped calibrations (no fitting), and the fit
     error (and, with the replay, the held-out error) with the predictor `model`."""
     for engine in engines:
@@ -103,6 +106,7 @@ def _errors_only(rows, data: Path, out_dir: Path, engines, model: str = "closed-
         doc = yaml.safe_load(text)
         doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data)
         fit_rows = _fit_rows(rows, engine)
+        model = model_arg or cal.predictor
         doc["fit_error"] = _errors(fit_rows, *_predict(model, data, fit_rows, cal.params))
         if model == "replay":
             doc["held_out_error"] = {s: _errors(rs, *_predict(model, data, rs, cal.params))
@@ -172,8 +176,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data" / "silicon_sample_validate.csv")
     ap.add_argument("--max-evals", type=int, default=300)
     ap.add_argument("--engines", nargs="*", default=["vllm", "sglang", "trtllm"])
-    ap.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
-                    help="the predictor the fit scores candidates with")
+    ap.add_argument("--model", choices=["closed-form", "replay"], default=None,
+                    help="the predictor the fit scores candidates with (default: replay, the shipped "
+                         "files' method); with --errors-only, default: each file's own predictor")
     ap.add_argument("--every", type=int, default=3, help="replay: fit on every N-th fitted row")
     ap.add_argument("--evals-roofline", type=int, default=20, help="replay: phase 1 evaluations")
     ap.add_argument("--evals-step", type=int, default=10, help="replay: phase 2 evaluations")
@@ -189,7 +194,7 @@ def main() -> None:
     if a.errors_only:
         _errors_only(rows, a.data, out_dir, a.engines, a.model)
         return
-    if a.model == "replay":
+    if (a.model or "replay") == "replay":
         for engine in a.engines:
             _fit_replay_engine(a, rows, engine, sha, out_dir)
         return
