@@ -107,6 +107,7 @@ def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None
         doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data)
         fit_rows = _fit_rows(rows, engine)
         model = model_arg or cal.predictor
+        doc["predictor"] = model
         doc["fit_error"] = _errors(fit_rows, *_predict(model, data, fit_rows, cal.params))
         if model == "replay":
             doc["held_out_error"] = {s: _errors(rs, *_predict(model, data, rs, cal.params))
