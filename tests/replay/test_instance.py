@@ -156,8 +156,7 @@ def test_pipeline_keeps_micro_batches_in_flight():
     # decode-bound: the pipeline's rate is about pp x one stage's rate, so about tp4 pp1's
     rate_two = n / two.decode_cycle_s(n, ctx)
     assert rate_two == pytest.approx(2 * 64 / (2 * st + two.step_s), rel=0.05)
-    # (1.26 x with the replay-fitted vLLM calibration, memory efficiency factor 0.98 instead of
-    # 0.81: the weight reads that pp halves per stage weigh less against the rest)
+    # (1.26 x with the replay-fitted vLLM calibration, just past the 25% this allowed before it)
     assert rate_two == pytest.approx(n / one.decode_cycle_s(n, ctx), rel=0.3)
 
 
