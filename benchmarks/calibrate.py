@@ -67,14 +67,16 @@ def _errors(rows, ttft, tpot) -> dict:
                 ttft_bias_pct=round(float(np.mean(e1)), 2), tpot_bias_pct=round(float(np.mean(e2)), 2))
 
 
-def _validation(rows, params: EngineParams, data: Path) -> list[dict]:
-    """Error per (hardware card, dense or MoE) over every row of one engine, with `params`."""
+def _validation(rows, params: EngineParams, data: Path, model: str = "closed-form") -> list[dict]:
+    """Error per (hardware card, dense or MoE) over every row of one engine, with `params`, by
+    the calibration's predictor `model` (the plans' error bands, solver/decision/bands.py, read
+    these groups: with a replay calibration they are the replay's errors)."""
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for r in rows:
         groups[(r.hardware, "dense" if _dense(r.model) else "moe")].append(r)
     out = []
     for (hw, kind), rs in sorted(groups.items()):
-        ttft, tpot = predict_rows(str(data), rs, lambda _e: params)
+        ttft, tpot = _predict(model, data, rs, params)
         e1 = np.abs(ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
         e2 = np.abs(tpot - np.array([r.tpot_ms for r in rs])) / np.array([r.tpot_ms for r in rs]) * 100
         s1 = (ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
@@ -104,9 +106,9 @@ def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None
         text = path.read_text()
         header = "".join(ln for ln in text.splitlines(keepends=True) if ln.startswith("#"))
         doc = yaml.safe_load(text)
-        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data)
-        fit_rows = _fit_rows(rows, engine)
         model = model_arg or cal.predictor
+        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data, model)
+        fit_rows = _fit_rows(rows, engine)
         doc["predictor"] = model
         doc["fit_error"] = _errors(fit_rows, *_predict(model, data, fit_rows, cal.params))
         if model == "replay":
@@ -166,7 +168,7 @@ def _fit_replay_engine(a, rows, engine: str, sha: str, out_dir: Path) -> None:
         "predictor": "replay",
         "fit_error": after,
         "held_out_error": {},
-        "validation": _validation([r for r in rows if r.engine == engine], params, a.data),
+        "validation": _validation([r for r in rows if r.engine == engine], params, a.data, "replay"),
     }
     (out_dir / f"{engine}.yaml").write_text(_header(engine) + yaml.safe_dump(doc, sort_keys=False, width=100))
     print(f"  params {doc['params']}", flush=True)
