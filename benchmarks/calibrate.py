@@ -1,6 +1,18 @@
 """Fit each engine's parameters to measured end-to-end benchmarks on h100_sxm ONLY.
 
     python benchmarks/calibrate.py [--data benchmarks/data/silicon_sample_validate.csv]
+        [--model closed-form|replay] [--engines vllm ...] [--every 3] [--evals-roofline 20]
+        [--evals-step 10]
+    python benchmarks/calibrate.py --errors-only [--model closed-form|replay]
+
+Without --model a fit runs through the replay (how the shipped files are fitted) and
+--errors-only uses each file's own `predictor`.
+
+`--model closed-form` (the original fit) scores candidates with the closed form of
+solver/perf/closed_loop.py, wave-law terms and mixed-batch slowdown included; `--model replay`
+scores them by replaying each row's benchmark (solver/accuracy/replay_fit.py: physical
+parameters only, on every `--every`-th fitted row, then a final evaluation on every fitted
+row).
 
 Accuracy discipline (issue: measured profiles and calibration): the fit uses only the rows
 whose source system is h100_sxm (dense models, colocated); every other system's rows are
@@ -19,7 +31,9 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from solver.accuracy.fit import EFFICIENCY_FIELDS, FIT_BOUNDS, fit_engine
+from solver.accuracy.fit import EFFICIENCY_FIELDS, FIT_BOUNDS, MEAN_WEIGHT, TRIM_FACTOR, fit_engine, robust_loss
+from solver.accuracy.replay_fit import REPLAY_BOUNDS, REQUEST_OVERHEAD_MS, fit_replay
+from solver.accuracy.replay_rows import replay_rows
 from solver.accuracy.validate import parse_measured, predict_rows
 from solver.catalog import shipped
 from solver.catalog.calibration import load_calibration
@@ -28,21 +42,15 @@ from solver.schema.engine import EngineParams
 
 ROOT = Path(__file__).resolve().parent.parent
 FIT_SYSTEM = "h100_sxm"
-TRIM_FACTOR = 3.0  # rows predicted more than 3x off count as 3x off in the fit's loss
-MEAN_WEIGHT = 0.1  # weight of the capped mean |log error| next to the medians (robust_loss)
+REPLAY_PARAMS = ("gemm_efficiency_factor", "memory_efficiency_factor", "step_overhead_ms",
+                 "request_overhead_ms", "mixed_batch_slowdown")  # what a replay calibration writes
 
 
-def robust_loss(log_ttft_err: np.ndarray, log_tpot_err: np.ndarray) -> float:
-    """The fit's loss: the median |log error| of TTFT plus that of TPOT (least median of
-    deviations, Rousseeuw 1984: unmoved by up to half the rows being outliers; the median is
-    also the statistic the accuracy target is stated in), plus a tenth of the mean |log error|
-    with each row capped at log 3, which keeps the surface from being flat between medians.
-    Rows off by more than 3x show behaviour the model does not describe (server-side
-    queueing, preemption, TTFT jumps the model does not explain) and must not pull the fit."""
-    cap = np.log(TRIM_FACTOR)
-    lt, lp = np.abs(log_ttft_err), np.abs(log_tpot_err)
-    return float(np.median(lt) + np.median(lp)
-                 + MEAN_WEIGHT * (np.mean(np.minimum(lt, cap)) + np.mean(np.minimum(lp, cap))))
+def _predict(model: str, data: Path, rows, params: EngineParams):
+    """Predicted (TTFT, TPOT) of `rows` with `params` by the closed form or the replay."""
+    if model == "replay":
+        return replay_rows(str(data), rows, lambda _e: params, slowdown=1.0)
+    return predict_rows(str(data), rows, lambda _e: params)
 
 
 def _dense(model: str) -> bool:
@@ -59,14 +67,16 @@ def _errors(rows, ttft, tpot) -> dict:
                 ttft_bias_pct=round(float(np.mean(e1)), 2), tpot_bias_pct=round(float(np.mean(e2)), 2))
 
 
-def _validation(rows, params: EngineParams, data: Path) -> list[dict]:
-    """Error per (hardware card, dense or MoE) over every row of one engine, with `params`."""
+def _validation(rows, params: EngineParams, data: Path, model: str = "closed-form") -> list[dict]:
+    """Error per (hardware card, dense or MoE) over every row of one engine, with `params`, by
+    the calibration's predictor `model` (the plans' error bands, solver/decision/bands.py, read
+    these groups: with a replay calibration they are the replay's errors)."""
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for r in rows:
         groups[(r.hardware, "dense" if _dense(r.model) else "moe")].append(r)
     out = []
     for (hw, kind), rs in sorted(groups.items()):
-        ttft, tpot = predict_rows(str(data), rs, lambda _e: params)
+        ttft, tpot = _predict(model, data, rs, params)
         e1 = np.abs(ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
         e2 = np.abs(tpot - np.array([r.tpot_ms for r in rs])) / np.array([r.tpot_ms for r in rs]) * 100
         s1 = (ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
@@ -84,8 +94,9 @@ def _validation(rows, params: EngineParams, data: Path) -> list[dict]:
     return out
 
 
-def _errors_only(rows, data: Path, out_dir: Path, engines) -> None:
-    """Recompute the `validation` block of the shipped calibrations (no fitting)."""
+def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None = None) -> None:
+    """Recompute the `validation` block of the shipped calibrations (no fitting), and the fit
+    error (and, with the replay, the held-out error) with the predictor `model`."""
     for engine in engines:
         path = out_dir / f"{engine}.yaml"
         cal = load_calibration(engine)
@@ -95,9 +106,14 @@ def _errors_only(rows, data: Path, out_dir: Path, engines) -> None:
         text = path.read_text()
         header = "".join(ln for ln in text.splitlines(keepends=True) if ln.startswith("#"))
         doc = yaml.safe_load(text)
-        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data)
+        model = model_arg or cal.predictor
+        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data, model)
         fit_rows = _fit_rows(rows, engine)
-        doc["fit_error"] = _errors(fit_rows, *predict_rows(str(data), fit_rows, lambda _e: cal.params))
+        doc["predictor"] = model
+        doc["fit_error"] = _errors(fit_rows, *_predict(model, data, fit_rows, cal.params))
+        if model == "replay":
+            doc["held_out_error"] = {s: _errors(rs, *_predict(model, data, rs, cal.params))
+                                     for s, rs in sorted(_held_rows(rows, engine).items())}
         path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=100))
         print(f"{engine}: fit error and validation block rewritten ({len(doc['validation'])} groups)")
 
@@ -108,11 +124,67 @@ def _fit_rows(rows, engine: str) -> list:
             and _dense(r.model)]
 
 
+def _held_rows(rows, engine: str) -> dict[str, list]:
+    held = defaultdict(list)
+    for r in rows:
+        if r.engine == engine and r.raw.get("source_system") != FIT_SYSTEM:
+            held[r.raw.get("source_system", r.hardware)].append(r)
+    return held
+
+
+def _header(engine: str) -> str:
+    return (f"# Calibration of the {engine} engine parameters; written by "
+            f"benchmarks/calibrate.py (do not edit by hand).\n"
+            f"# Fitted ONLY on {FIT_SYSTEM} rows; other systems are held out.\n")
+
+
+def _fit_replay_engine(a, rows, engine: str, sha: str, out_dir: Path) -> None:
+    """`--model replay` for one engine: the fit, a final replay of every fitted row, the file."""
+    fit_rows = _fit_rows(rows, engine)
+    if not fit_rows:
+        print(f"{engine}: no {FIT_SYSTEM} dense rows; not calibrated")
+        return
+    params, value = fit_replay(str(a.data), fit_rows, EngineParams(), every=a.every,
+                               evals_roofline=a.evals_roofline, evals_step=a.evals_step,
+                               say=lambda m: print(m, flush=True))
+    after = _errors(fit_rows, *_predict("replay", a.data, fit_rows, params))
+    print(f"{engine}: replay fit on all {len(fit_rows)} rows: {after}; subsample loss {value:.4f}", flush=True)
+    doc = {
+        "engine": engine,
+        "params": {name: round(getattr(params, name), 4) for name in REPLAY_PARAMS},
+        "fitted_on": f"{a.data.name}: {len(fit_rows)} rows, source system {FIT_SYSTEM}, dense "
+                     f"models, colocated (aiconfigurator-core 0.12.0 silicon_sample.csv)",
+        "source_sha256": sha,
+        "fitted_at": dt.date.today().isoformat(),
+        "method": f"replay (fleetplan validate --model replay: each row's benchmark replayed, no "
+                  f"wave law, mixed-batch slowdown 1); loss median |log(pred/measured)| of TTFT + "
+                  f"that of TPOT + {MEAN_WEIGHT:g} x mean min(|log(pred/measured)|, log "
+                  f"{TRIM_FACTOR:g}) of both, on every {a.every}th fitted row; phase 1 without "
+                  f"measured tables: Nelder-Mead over the efficiency factors, {a.evals_roofline} "
+                  f"evaluations; phase 2 with them: golden section over step_overhead_ms, "
+                  f"{a.evals_step} evaluations; request_overhead_ms solved exactly per "
+                  f"evaluation on a grid over {list(REQUEST_OVERHEAD_MS)}; bounds "
+                  f"{[(n, lo, hi) for n, lo, hi in REPLAY_BOUNDS]}",
+        "predictor": "replay",
+        "fit_error": after,
+        "held_out_error": {},
+        "validation": _validation([r for r in rows if r.engine == engine], params, a.data, "replay"),
+    }
+    (out_dir / f"{engine}.yaml").write_text(_header(engine) + yaml.safe_dump(doc, sort_keys=False, width=100))
+    print(f"  params {doc['params']}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data" / "silicon_sample_validate.csv")
     ap.add_argument("--max-evals", type=int, default=300)
     ap.add_argument("--engines", nargs="*", default=["vllm", "sglang", "trtllm"])
+    ap.add_argument("--model", choices=["closed-form", "replay"], default=None,
+                    help="the predictor the fit scores candidates with (default: replay, the shipped "
+                         "files' method); with --errors-only, default: each file's own predictor")
+    ap.add_argument("--every", type=int, default=3, help="replay: fit on every N-th fitted row")
+    ap.add_argument("--evals-roofline", type=int, default=20, help="replay: phase 1 evaluations")
+    ap.add_argument("--evals-step", type=int, default=10, help="replay: phase 2 evaluations")
     ap.add_argument("--errors-only", action="store_true",
                     help="keep the fitted parameters; only recompute the fit error and the "
                          "validation block")
@@ -123,7 +195,11 @@ def main() -> None:
     out_dir = ROOT / "hardware" / "calibration"
     out_dir.mkdir(parents=True, exist_ok=True)
     if a.errors_only:
-        _errors_only(rows, a.data, out_dir, a.engines)
+        _errors_only(rows, a.data, out_dir, a.engines, a.model)
+        return
+    if (a.model or "replay") == "replay":
+        for engine in a.engines:
+            _fit_replay_engine(a, rows, engine, sha, out_dir)
         return
     for engine in a.engines:
         fit_rows = _fit_rows(rows, engine)

@@ -3,6 +3,7 @@ dense/MoE, for TTFT and TPOT, side by side.
 
     python benchmarks/replay_accuracy.py [--csv benchmarks/data/silicon_sample_validate.csv]
         [--hardware h100-sxm] [--statistic mean|median] [--slowdown 1.0|calibrated] [--out FILE.md]
+        [--before OLD.md]
     python benchmarks/replay_accuracy.py --disagg benchmarks/data/silicon_sample_disagg_validate.csv
         [--max-concurrency 64] [--every 3] [--out FILE.md]
 
@@ -13,7 +14,8 @@ rows; the others are held out. `--disagg`: the disaggregated rows instead, close
 (solver/accuracy/closed_disagg.py) and replay, on h100-sxm, h200-sxm and b200, at most
 `--max-concurrency` clients, every `--every`-th row (a replay of 10 x C requests over prefill
 and decode pools costs seconds per row). Prints (and writes with --out) a markdown table and the replay's
-wall time.
+wall time. `--before OLD.md` (a table this script wrote earlier, e.g. with the previous
+calibrations) adds a second table: each group's four numbers then and now side by side.
 """
 
 from __future__ import annotations
@@ -60,6 +62,31 @@ def table(rows, cf: tuple, rp: tuple) -> str:
     return "\n".join(out) + "\n"
 
 
+def _cells(text: str) -> dict[tuple, list[str]]:
+    """The groups of a table `table` wrote: (system, engine, mode, models) -> its four numbers."""
+    out = {}
+    for line in text.splitlines():
+        cols = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cols) == 9 and cols[4].isdigit():
+            out[(cols[0].replace(" (fitted)", ""), *cols[1:4])] = [cols[4], *cols[5:]]
+    return out
+
+
+def before_after(before: str, after: str) -> str:
+    """Old and new numbers of every group in both tables (`_cells`), side by side."""
+    old, new = _cells(before), _cells(after)
+    out = ["| system | engine | mode | models | rows | TTFT closed-form (old -> new) | TTFT replay (old -> new) "
+           "| TPOT closed-form (old -> new) | TPOT replay (old -> new) |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    for key, n in new.items():
+        o = old.get(key)
+        if o is None:
+            continue
+        fit = " (fitted)" if key[0] == FIT_HARDWARE else ""
+        out.append(f"| {key[0]}{fit} | {key[1]} | {key[2]} | {key[3]} | {n[0]} | "
+                   + " | ".join(f"{a} -> {b}" for a, b in zip(o[1:], n[1:])) + " |")
+    return "\n".join(out) + "\n"
+
+
 def disagg_table(path: Path, max_conc: int, every: int) -> str:
     rows = [r for r in parse_disagg(str(path), path.read_text())
             if r.raw["hardware"] in ("h100-sxm", "h200-sxm", "b200") and r.ints["concurrency"] <= max_conc][::every]
@@ -94,6 +121,7 @@ def main() -> None:
     ap.add_argument("--statistic", choices=["mean", "median"], default="mean")
     ap.add_argument("--slowdown", default="1.0", help="mixed-batch slowdown of the replay: a number or 'calibrated'")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--before", type=Path, default=None, help="a table this script wrote before: old vs new")
     ap.add_argument("--disagg", type=Path, default=None, help="a disaggregated CSV (silicon_disagg_to_validate.py)")
     ap.add_argument("--max-concurrency", type=int, default=64)
     ap.add_argument("--every", type=int, default=3)
@@ -114,6 +142,8 @@ def main() -> None:
     wall = time.perf_counter() - t0
     text = (f"{len(rows)} rows of {a.csv.name}; replay ({a.statistic} over requests, mixed-batch slowdown "
             f"{a.slowdown}): {wall:.0f} s wall\n\n" + table(rows, cf, rp))
+    if a.before:
+        text += f"\nBefore ({a.before.name}) and now:\n\n" + before_after(a.before.read_text(), text)
     print(text)
     if a.out:
         a.out.write_text(text)

@@ -29,9 +29,12 @@ h100_sxm ones) by aiconfigurator's generated aiperf benchmark. A row without a s
 as `vllm bench serve` at its defaults.
 
 Engine settings the sample does not record: `max_num_seqs` is the row's concurrency (the
-benchmarks size it to the clients), the token budget per iteration `CHUNK_TOKENS`.
-The instance's KV blocks are the memory model's (`solver/replay/kv.py` `KVCache.for_plan`), at
-least the clients' full contexts (the row was measured, so the engine held them).
+benchmarks size it to the clients), the token budget per iteration `CHUNK_TOKENS`, except on
+the rows aiconfigurator measured (`aiconfigurator`), whose engines its generator launched with
+limits sized to the benchmark (`generator_limits`).
+The instance's KV blocks are the memory model's (`solver/replay/kv.py` `KVCache.for_plan`);
+only where that leaves less than one client's full context (the row was measured, so the
+engine held at least one) does the replay give it every client's.
 The engine's `request_overhead_ms` is added to each TTFT (a per-request cost outside the
 iterations: tokenisation, scheduling, detokenisation of the first token, as the closed form
 adds it); the wave-size law of `solver/perf/closed_loop.py` is not used (the harness is
@@ -86,6 +89,29 @@ def benchmark_tool(raw: dict[str, str]) -> str:
     return "aiconfigurator"
 
 
+# aiconfigurator's generator (ai-dynamo/aiconfigurator at 095f58a5,
+# src/aiconfigurator/generator/rule_plugin/vllm.rule, the default rule plugin, applied unless
+# `preserve_engine_limits`) sizes an aggregated vLLM worker's limits to the benchmark:
+# max_num_seqs = 512 below 512 sequences (else twice the batch) and max_num_batched_tokens =
+# max_num_seqs + isl + 1500. Its TensorRT-LLM and SGLang rules do the same (max_num_tokens =
+# batch + isl + 500 without context chunking; max_prefill_tokens = isl + 1500 with mixed
+# chunks), but the sample's TensorRT-LLM 1.0.0rc3 and SGLang 0.5.1 rows contradict them: with
+# those limits one prompt fills an iteration, the lockstep waves break and the replayed TTFT
+# falls to a half to a tenth of the measured one (benchmarks/replay_accuracy.md), so those
+# engines keep their defaults here.
+GEN_VLLM_SEQS = 512
+GEN_VLLM_EXTRA = 1500
+
+
+def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
+    """The token budget per iteration of the engine that measured a row: aiconfigurator's
+    generated vLLM limit (above) on its vLLM rows, else `CHUNK_TOKENS`."""
+    if tool != "aiconfigurator" or engine != "vllm":
+        return CHUNK_TOKENS
+    seqs = GEN_VLLM_SEQS if int(concurrency) < GEN_VLLM_SEQS else 2 * int(concurrency)
+    return seqs + int(input_tokens) + GEN_VLLM_EXTRA
+
+
 def _context_limit(tokens: int) -> int:
     """The grid's context limit: the next power of two at or above `tokens`."""
     return 1 << max(int(tokens - 1).bit_length(), 1)
@@ -106,25 +132,34 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     hw = HardwareTable.from_cards([card], engine=params, profiles=profiles)
     conc = max(rows[k].ints["concurrency"] for k in idx)
     ctx = max(rows[k].ints["input_tokens"] + rows[k].ints["output_tokens"] for k in idx)
+    chunk = max(generator_limits(benchmark_tool(rows[k].raw), engine, rows[k].ints["concurrency"],
+                                 rows[k].ints["input_tokens"]) for k in idx)
     i = first.ints
     plan = Plans.of(hw=0, tp=i["tp"], pp=i["pp"], ep=i["ep"], dp=i["dp"], batch=conc,
                     wprec=precision_code(first.precision), kvprec=precision_code(first.precision))  # type: ignore[arg-type]
     # as solver/replay/instance.py `instance_plan`, with the mixed-batch slowdown settable
-    steps = StepTimes.build(arch, hw, plan, params, Limits(conc, CHUNK_TOKENS, _context_limit(ctx)), slowdown)
+    steps = StepTimes.build(arch, hw, plan, params, Limits(conc, max(chunk, CHUNK_TOKENS), _context_limit(ctx)),
+                            slowdown)
     block = make_policy(engine).block_tokens
     kv = KVCache.for_plan(arch, hw, plan, params, CHUNK_TOKENS, block)
-    # the row was measured, so its engine held its clients' KV: where the memory model leaves
-    # less (e.g. no room at all after the weights), the replay gives the instance that much
-    need = -(-conc * (ctx + block) // block)
-    return InstancePlan(steps, max(kv.total, need), engine, conc, CHUNK_TOKENS)
+    # the row was measured, so its engine held at least one client's KV: where the memory
+    # model leaves less than that (e.g. no room at all after the weights), the replay gives the
+    # instance every client's; otherwise the memory model's blocks stand, and clients beyond
+    # them wait for blocks as in the engine (qwen3-32b bf16 on one h100: ~27k tokens of KV for
+    # 16 clients of 2k + 256 tokens, measured TTFT 31 s where a replay holding all 16 gives 2 s)
+    one = -(-(ctx + block) // block)
+    blocks = kv.total if kv.total >= one else -(-conc * (ctx + block) // block)
+    return InstancePlan(steps, blocks, engine, conc, CHUNK_TOKENS)
 
 
 def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int, output_tokens: int,
                request_overhead_ms: float = 0.0, statistic: Statistic = "mean",
                seed: int = 0) -> tuple[float, float]:
-    """(TTFT ms, TPOT ms) of one benchmark point replayed on one instance of `ip`."""
+    """(TTFT ms, TPOT ms) of one benchmark point replayed on one instance of `ip`, with the
+    token budget of the engine the tool's rows ran (`generator_limits`)."""
     src = benchmark_source(tool, concurrency, input_tokens, output_tokens, seed=seed)
-    inst = replace(ip, batch=int(concurrency)).instance(src.table)
+    chunk = generator_limits(tool, ip.engine, concurrency, input_tokens)
+    inst = replace(ip, batch=int(concurrency), chunk=chunk).instance(src.table)
     run(src, inst)
     table = src.table
     sel = metrics.finished(table, metrics.selected(table))

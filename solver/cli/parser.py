@@ -289,9 +289,9 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
                    "or a benchmark tool's result file (aiperf profile_export_aiperf.json, vllm bench serve result "
                    "JSON, guidellm report JSON, MLPerf mlperf_log_summary.txt), detected from its content")
     v.add_argument("--format", choices=["table", "json", "csv"], default="table")
-    v.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
-                   help="predictor: the closed-form closed loop (default) or a replay of each row's benchmark "
-                   "tool on a simulated engine instance")
+    v.add_argument("--model", choices=["closed-form", "replay"], default="replay",
+                   help="predictor: a replay of each row's benchmark tool on a simulated engine instance "
+                   "(default) or the closed-form closed loop")
     v.add_argument("--out", help="write the result to this file instead of stdout")
     validate_flags.add(v)
 

@@ -18,7 +18,8 @@ batching mixes them. Per layer we charge:
   modelled one, see solver/perf/operators/measured.py);
 - tensor-parallel all-reduces (attention out, MLP out) and, with attention data parallelism, the
   MoE dispatch/combine all-to-all;
-- a fixed cost per kernel.
+- the small kernels (residual adds, norms, activation): a fixed cost per kernel plus their HBM
+  traffic (`counts.elementwise`).
 
 A stage holds ceil(L / pp) layers; the last stage also runs the LM head. Pipeline hand-offs are
 point-to-point sends. Every quantity is an array over plans.
@@ -95,7 +96,7 @@ class StageTime:
     gemm_s: np.ndarray  # projections, MLP/experts, LM head
     attention_s: np.ndarray
     comm_s: np.ndarray  # all-reduce / all-to-all inside the stage
-    overhead_s: np.ndarray  # kernel fixed costs
+    overhead_s: np.ndarray  # small kernels: fixed launch costs and their HBM traffic
     sources: dict[str, np.ndarray]  # share of operator time: measured, interpolated, ...
 
 
@@ -150,7 +151,8 @@ def stage_time(
     proj = times.projections(tokens, layers)
     attn = _attention_layers(arch, times, load, layers)
     ffn, comm = _feed_forward(arch, times, plans, tokens, layers)
-    kernel_s = times.layer_kernel_overhead(engine) * layers
+    # the small kernels: their launch costs and their HBM traffic
+    kernel_s = (times.layer_kernel_overhead(engine) + times.elementwise(tokens, layers)) * layers
     lm_head = times.lm_head(load.logits)  # last stage, vocabulary split over TP
 
     gemm_s = layers * (proj + ffn) + lm_head

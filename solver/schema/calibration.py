@@ -45,11 +45,16 @@ class Calibration(Strict):
     source_sha256: str
     fitted_at: str = Field(description="YYYY-MM-DD")
     method: str
+    predictor: Literal["closed-form", "replay"] = Field(
+        "closed-form",
+        description="the predictor the fit ran through and `fit_error` / `held_out_error` were "
+        "measured with (`fleetplan validate --model`); `validation` is always the closed form's",
+    )
     fit_error: FitError
     held_out_error: dict[str, FitError] = Field(default_factory=dict,
                                                 description="per system, never fitted on")
     validation: list[ValidationGroup] = Field(
         default_factory=list,
-        description="error per hardware and model kind with the fitted parameters (the "
-        "uncertainty bands of a plan come from here)",
+        description="closed-form error per hardware and model kind with the fitted parameters "
+        "(the uncertainty bands of a plan, which the closed form prices, come from here)",
     )

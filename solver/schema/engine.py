@@ -67,10 +67,11 @@ class EngineParams(Strict):
         "(norms x2, qkv, attention, o, gate/up, act, down, 2 collectives)",
     )
     unmeasured_kernels_per_layer: float = Field(
-        4.0,
+        3.0,
         ge=0,
         description="with measured operator tables: kernels per layer that are not measured "
-        "(two norms, activation, residual adds) and still pay the kernel overhead",
+        "and still pay the kernel overhead: two residual add + RMSNorm (fused, vLLM's "
+        "fused_add_rms_norm) and the activation; their HBM traffic is charged apart",
     )
     mixed_batch_slowdown: float = Field(
         1.10,

@@ -104,10 +104,12 @@ def test_cli_model_flag(tmp_path, capsys):
     path.write_text(HEADER + ROWS)
     assert main(["validate", str(path), "--model", "replay", "--format", "json"]) == 0
     a = json.loads(capsys.readouterr().out)
-    assert main(["validate", str(path), "--format", "json"]) == 0  # closed form, the default
+    assert main(["validate", str(path), "--model", "closed-form", "--format", "json"]) == 0
     b = json.loads(capsys.readouterr().out)
     assert a.keys() == b.keys() and len(a["rows"]) == len(b["rows"]) == 2
     assert [r["predicted_ttft_ms"] for r in a["rows"]] != [r["predicted_ttft_ms"] for r in b["rows"]]
+    assert main(["validate", str(path), "--format", "json"]) == 0  # the replay is the default
+    assert json.loads(capsys.readouterr().out)["rows"] == a["rows"]
     assert main(["validate", str(path), "--model", "magic"]) == 2
 
 

@@ -44,10 +44,15 @@ def test_result_document_replays_every_planned_pool(result_json):
     assert s.replay.requests + s.replay.unfinished == 150
     for r in [s.replay] + [p.replay for p in s.pools]:
         assert r.ttft.p50_ms <= r.ttft.p99_ms and 0.0 <= r.goodput_share <= 1.0
-    # colocated + disaggregated (prefill, then decode) = every request of the service
-    col, pre, dec = (p.replay.requests + p.replay.unfinished for p in s.pools)
-    assert col + pre == 150 and pre == dec
-    assert s.pools[2].replay.tpot.p50_ms > 0 and s.pools[2].replay.instances.mean_kv_use > 0
+    # colocated + disaggregated (prefill, then decode) = every request of the service; with the
+    # replay-fitted calibration (mixed-batch slowdown 1) the offline plan is all colocated
+    # (tests/plan/test_simulate.py keeps a mixed one for the wiring)
+    n = {role: sum(p.replay.requests + p.replay.unfinished for p in s.pools if p.role == role)
+         for role in ("colocated", "prefill", "decode")}
+    assert n["colocated"] + n["prefill"] == 150 and n["prefill"] == n["decode"]
+    for p in s.pools:
+        if p.role != "prefill":
+            assert p.replay.tpot.p50_ms > 0 and p.replay.instances.mean_kv_use > 0
 
 
 def test_same_seed_same_bytes(result_json):
@@ -63,8 +68,9 @@ def test_problem_is_planned_then_replayed_as_a_table():
     assert lines[0].startswith("llama3-70b-online: replay of the optimal plan")
     assert "0.5 x demand, 300 requests per service" in lines[0]
     head = next(i for i, ln in enumerate(lines) if ln.startswith("role "))
-    rows = [ln.split()[0] for ln in lines[head + 2:] if ln.strip()][:5]
-    assert rows[0] == "service" and set(rows[1:]) <= {"prefill", "decode"}
+    body = lines[head + 2:]
+    rows = [ln.split()[0] for ln in body[:body.index("")]] if "" in body else [ln.split()[0] for ln in body]
+    assert rows[0] == "service" and len(rows) > 1 and set(rows[1:]) <= {"prefill", "decode"}
     assert "offered 100 QPS" in r.stdout  # 200 QPS x 0.5
 
 

@@ -214,19 +214,26 @@ def test_decision_paragraph_states_the_plan(feasible):
 
 
 def test_main_risk_is_the_worst_central_only_bound(min_cost):
-    """llama3-70b-online: both prefill pools' TTFT p99 and the h200 decode pool's TPOT p50 hold
-    only at the central estimate; the one furthest over its bound at the band's edge (a prefill
-    TTFT p99, ~1.12 x, against ~1.03 x for the TPOT) is the main risk."""
+    """llama3-70b-online: the checks that hold only at the central estimate; the one furthest
+    over its bound at the band's edge is the main risk, the rest are counted. With the
+    replay-fitted calibrations the bands (the closed form's validation groups, which no longer
+    fit arrival waves: h100 dense TTFT ~68-94%) are wide, so every TTFT check and the h200
+    decode pool's TPOT p50 hold only at the central estimate (before the refit: both prefill
+    pools' TTFT p99 and that TPOT p50)."""
     _, _, page, doc = min_cost
     bands = doc["decision"]["uncertainty"]["pools"]
-    central = [(b, c) for b in bands for c in b["checks"] if not c["holds_at_upper_edge"]]
-    assert sorted(c["metric"] for _, c in central) == ["tpot_p50_ms", "ttft_p99_ms", "ttft_p99_ms"]
-    b, worst = max(central, key=lambda bc: bc[1]["upper_edge_ms"] / bc[1]["bound_ms"])
-    assert worst["metric"] == "ttft_p99_ms" and b["role"] == "prefill"
-    assert (f"Main risk: TTFT p99 of chat prefill (1 x h100-sxm tp1 pp1) meets its "
-            f"{worst['bound_ms']:,.0f} ms bound only at the central estimate "
+    pools = [p for s in doc["services"] for p in s["pools"]]
+    central = [(b, c, p) for b, p in zip(bands, pools) for c in b["checks"] if not c["holds_at_upper_edge"]]
+    metrics = sorted(c["metric"] for _, c, _ in central)
+    assert "tpot_p50_ms" in metrics and metrics.count("ttft_p99_ms") == 2
+    b, worst, p = max(central, key=lambda bcp: bcp[1]["upper_edge_ms"] / bcp[1]["bound_ms"])
+    label = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50",
+             "tpot_p99_ms": "TPOT p99"}[worst["metric"]]
+    pct = b["band_ttft_pct"] if worst["metric"].startswith("ttft") else b["band_tpot_pct"]
+    assert (f"Main risk: {label} of chat {b['role']} ({p['instances']} x {p['hardware']} tp{p['tp']} "
+            f"pp{p['pp']}) meets its {worst['bound_ms']:,.0f} ms bound only at the central estimate "
             f"({worst['predicted_ms']:,.0f} ms predicted, {worst['upper_edge_ms']:,.0f} ms at the "
-            f"+{b['band_ttft_pct']:g}% error band's upper edge); 2 more bounds likewise") in page.decision
+            f"+{pct:g}% error band's upper edge); {len(central) - 1} more bounds likewise") in page.decision
 
 
 def test_pools_table_rows_are_the_results_pools(feasible):

@@ -196,6 +196,30 @@ def router_and_shared(arch: ModelArch, tp, tokens, b_w) -> Work:
                 + tokens * 2.0 * float(arch.hidden) * ACT_BYTES)
 
 
+# ---- the memory-bound small kernels ---------------------------------------------------------
+
+# hidden vectors moved per token by one fused residual add + RMSNorm: read the input and the
+# residual, write the new residual and the normed output (vLLM's fused_add_rms_norm; the
+# aiconfigurator-core 0.12.0 step model charges its add_norm ops as memory traffic too)
+ADD_NORM_PASSES = 4.0
+ACT_PASSES = 3.0  # gated activation: read gate and up, write their product
+
+
+def elementwise(arch: ModelArch, tp, tokens) -> Work:
+    """A layer's elementwise kernels as HBM traffic: two residual add + RMSNorm over the whole
+    hidden vector (the residual stream is replicated on every TP rank) and, in dense MLP layers,
+    the activation over the device's share of the MLP width (MoE experts fuse theirs). Their
+    FLOPs are negligible; their launch cost is the per-kernel overhead, charged apart."""
+    h = float(arch.hidden)
+    norms = 2.0 * ADD_NORM_PASSES * tokens * h
+    act = 0.0
+    if arch.dense_layers:
+        mats = 3.0 if arch.gated_mlp else 2.0
+        width = np.ceil(arch.dense_mlp_params / (mats * h) / tp)
+        act = (ACT_PASSES if arch.gated_mlp else 2.0) * tokens * width * (arch.dense_layers / arch.layers)
+    return Work(np.zeros_like(tokens * tp), (norms + act) * ACT_BYTES)
+
+
 # ---- bytes on the links -------------------------------------------------------------------
 
 

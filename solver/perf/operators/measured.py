@@ -174,6 +174,10 @@ class MeasuredTimes:
     def pipeline_hop(self, tokens) -> np.ndarray:
         return self.roofline.pipeline_hop(tokens)
 
+    def elementwise(self, tokens, count=1.0) -> np.ndarray:
+        """No table measures the norms and the activation: their HBM traffic on the roofline."""
+        return self._roofline_only("elementwise", self.roofline.elementwise(tokens), count)
+
     def layer_kernel_overhead(self, engine: EngineParams) -> np.ndarray:
         """Measured GEMM kernels include their launch cost: where the projections came from a
         table this iteration, only the unmeasured kernels (norms, activation, residual adds)

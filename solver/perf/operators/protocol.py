@@ -52,6 +52,10 @@ class OperatorTimes(Protocol):
     def pipeline_hop(self, tokens) -> np.ndarray:
         """The hand-off of `tokens` activations to the next pipeline stage (0 where pp == 1)."""
 
+    def elementwise(self, tokens, count=1.0) -> np.ndarray:
+        """One layer's memory-bound small kernels (residual adds, norms, activation) over
+        `tokens` tokens, without their fixed launch cost (`layer_kernel_overhead`)."""
+
     def layer_kernel_overhead(self, engine: EngineParams) -> np.ndarray:
         """Fixed per-kernel seconds of one layer not already inside a measured time (after the
         layer's projections were asked)."""

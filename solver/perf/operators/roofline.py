@@ -108,6 +108,10 @@ class RooflineTimes:
         hop = ops.p2p(counts.hidden_bytes(self.arch, tokens), crosses, self.fabric)
         return np.where(p.pp > 1, hop, 0.0)
 
+    def elementwise(self, tokens, count=1.0) -> np.ndarray:
+        work = counts.elementwise(self.arch, self.tp, np.asarray(tokens, dtype=float))
+        return self._charge(work.bytes / self.mem_bw, count)
+
     def layer_kernel_overhead(self, engine: EngineParams) -> np.ndarray:
         return self.hw.kernel_s[self.plans.hw] * engine.kernels_per_layer
 
