@@ -267,17 +267,17 @@ def _cmd_validate(a: argparse.Namespace) -> int:
     if isinstance(report, PlanComparison):
         if a.format == "csv":
             raise InputError("validate: --plan prints a table or json, not csv")
-        return _emit(a.out, bench_compare_views.to_table(report) if a.format == "table"
+        return _write_or_print(a.out, bench_compare_views.to_table(report) if a.format == "table"
                      else bench_compare_views.to_json(report))
     text = {
         "table": lambda: views.to_table(report),
         "json": lambda: views.to_json(report),
         "csv": lambda: views.to_csv(report, original),
     }[a.format]()
-    return _emit(a.out, text)
+    return _write_or_print(a.out, text)
 
 
-def _emit(out: str | None, text: str) -> int:
+def _write_or_print(out: str | None, text: str) -> int:
     if out:
         _write_atomic(out, text)
     else:
