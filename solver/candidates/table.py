@@ -40,11 +40,16 @@ class CandidateTable:
     kv_bw: np.ndarray | None = None  # prefill: bytes/s per device of the KV link (NaN otherwise)
     kv_lat: np.ndarray | None = None  # prefill: seconds of latency of the KV link
     kv_ms: np.ndarray | None = None  # prefill: KV transfer time of a mean prompt (part of TTFT)
+    cp: np.ndarray | None = None  # context-parallel ranks (1 when not given)
+    spec: np.ndarray | None = None  # 1: decodes speculatively (0 when not given)
 
     def __post_init__(self) -> None:
         for name in ("kv_bw", "kv_lat", "kv_ms"):
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.full(len(self.service), np.nan))
+        for name, v in (("cp", 1), ("spec", 0)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, np.full(len(self.service), v, dtype=int))
 
     def __len__(self) -> int:
         return len(self.service)
@@ -60,7 +65,7 @@ class CandidateTable:
 
     @classmethod
     def empty(cls) -> CandidateTable:
-        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices"}
+        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "cp", "spec"}
         return cls(**{f.name: np.zeros(0, dtype=int if f.name in ints else float) for f in fields(cls)})
 
     def rows(self, service: int, role: int) -> np.ndarray:

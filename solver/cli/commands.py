@@ -56,7 +56,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
     r = estimate(
         shipped.model_card(a.model), shipped.hardware_card(a.hardware),
-        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
+        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, cp=a.cp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
         routing=_routing(a.routing, a.placement),

@@ -62,6 +62,9 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--hardware", required=True, help="hardware card name or path")
     for flag in ("tp", "pp", "ep", "dp"):
         e.add_argument(f"--{flag}", type=_positive, default=1)
+    e.add_argument("--cp", type=_positive, default=1,
+                   help="context-parallel ranks: the prompt split over them (ring attention), "
+                   "their KV sharded for decode; devices = tp x pp x dp x cp")
     e.add_argument("--stage", choices=["prefill", "decode"])
     load = e.add_mutually_exclusive_group()
     load.add_argument("--batch", type=_positive)

@@ -17,6 +17,7 @@ from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
+from solver.schema.problem import MAX_CP
 from solver.schema.routing import Routing
 
 Stage = Literal["prefill", "decode"]
@@ -60,6 +61,7 @@ def estimate(
     pp: int = 1,
     ep: int = 1,
     dp: int = 1,
+    cp: int = 1,
     stage: Stage | None = None,
     batch: int | None = None,
     concurrency: int | None = None,
@@ -74,17 +76,19 @@ def estimate(
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
     batch = _check_counts(stage, batch, concurrency, input_tokens, output_tokens)
+    if not 1 <= cp <= MAX_CP:
+        raise InputError(f"--cp must be between 1 and {MAX_CP} (got {cp})")
     try:
         arch = ModelArch.from_card(model).with_routing(routing)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
     hw = HardwareTable.from_cards([hardware], engine=engine, profiles=measured_tables([hardware], engine_name))
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
-                     wprec=precision_code(precision), kvprec=precision_code(kv_precision))
+                     wprec=precision_code(precision), kvprec=precision_code(kv_precision), cp=cp)
     broken = [RULES[k] for k, m in invalid_reasons(arch, plans).items() if m[0]]
     if broken:
         raise InputError(
-            f"tp={tp} pp={pp} ep={ep} dp={dp} is not a valid plan for {model.name}: "
+            f"tp={tp} pp={pp} ep={ep} dp={dp} cp={cp} is not a valid plan for {model.name}: "
             + "; ".join(broken)
         )
     notes: list[str] = []
@@ -96,8 +100,8 @@ def estimate(
         )
     wl = rt.Workload(float(input_tokens), float(output_tokens))
     common = dict(
-        model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp,
-        devices_per_instance=tp * pp * dp, precision=precision, kv_precision=kv_precision,
+        model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp,
+        devices_per_instance=tp * pp * dp * cp, precision=precision, kv_precision=kv_precision,
         math_precision=math, batch=batch, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
         routing=arch.expert_routing.description if arch.moe_layers else None,

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.schema.engine import EngineParams
+
+if TYPE_CHECKING:
+    from solver.perf.speculative import Speculation
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +19,7 @@ class Workload:
     output_tokens: float
     input_p99_tokens: float | None = None
     output_p99_tokens: float | None = None
+    speculation: Speculation | None = None  # decode plans with `spec` on speculate (speculative.py)
 
     @property
     def input_p99(self) -> float:

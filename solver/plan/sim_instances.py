@@ -45,7 +45,8 @@ def pool_spec(rp: ResolvedProblem, si: int, pool: PoolDoc, hw: HardwareTable) ->
     s = rp.problem.services[si]
     plans = Plans.of(hw=rp.hw_index(pool.hardware), tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
                      batch=pool.batch, wprec=precision_code(s.precision),
-                     kvprec=precision_code(s.kv_precision or s.precision))
+                     kvprec=precision_code(s.kv_precision or s.precision),
+                     cp=pool.cp or 1, spec=int(pool.speculative is not None))
     return PoolSpec(rp, si, pool, rp.archs[si], hw, plans, pool.chunk_tokens)
 
 

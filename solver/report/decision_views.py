@@ -58,7 +58,7 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         fallback = [f"{f.hardware} only ({f.why}), safety margin {f.safety_margin:.0%}: infeasible: "
                     + "; ".join(f.infeasible_because[:3])]
     else:
-        pools = "; ".join(f"{p.role} {p.instances}x tp{p.tp} pp{p.pp} batch {p.batch}"
+        pools = "; ".join(f"{p.role} {p.instances}x {parallel_text(p)} batch {p.batch}"
                           + (f" at {p.site}" if p.site else "") for p in f.pools)
         fallback = [f"{f.hardware} only ({f.why}), one configuration per role, safety margin "
                     f"{f.safety_margin:.0%}: {_money(f.cost_per_hour)} ({f.delta_cost_pct:+.1f}%); {pools}"]

@@ -40,7 +40,7 @@ def _cell(v: object) -> str:
 
 
 def estimate_text(r: EstimateResult) -> str:
-    par = f"tp{r.tp} pp{r.pp} ep{r.ep} dp{r.dp}"
+    par = f"tp{r.tp} pp{r.pp} ep{r.ep} dp{r.dp}" + (f" cp{r.cp}" if r.cp > 1 else "")
     load = f"concurrency {r.concurrency}" if r.concurrency is not None else f"batch {r.batch}"
     lines = [
         f"{r.model} on {r.hardware}  {par} ({r.devices_per_instance} devices)  "

@@ -114,7 +114,7 @@ class ReplayedLatency(Strict):
 
 
 class ReplayedPool(Doc):
-    _omit_when_none = frozenset({"site", "chunk_tokens"})
+    _omit_when_none = frozenset({"site", "chunk_tokens", "cp", "speculative"})
 
     service: str
     role: Role
@@ -126,6 +126,8 @@ class ReplayedPool(Doc):
     dp: int
     batch: int
     chunk_tokens: int | None = None
+    cp: int | None = Field(None, ge=2, description="context-parallel ranks (absent: 1)")
+    speculative: str | None = Field(None, description="the speculative decoding method (absent: none)")
     instances: int
     planned_capacity_qps: float
     throughput_qps: float = Field(description="finished requests / measurement window, as the tools count it")

@@ -37,6 +37,7 @@ class EstimateResult(Strict):
     pp: int
     ep: int
     dp: int
+    cp: int = Field(1, description="context-parallel ranks (ring attention over the prompt)")
     devices_per_instance: int
     precision: Precision
     kv_precision: Precision

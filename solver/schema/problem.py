@@ -23,6 +23,7 @@ from solver.schema.fleet import (
     Transition,
 )
 from solver.schema.routing import Routing
+from solver.schema.speculative import Speculative
 from solver.schema.sweep import Sweep
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
@@ -33,6 +34,7 @@ MAX_PRICE = 10_000.0
 MAX_BUDGET = 1e9
 MAX_DEGREE = 1024
 MAX_BATCH = 65_536
+MAX_CP = 64  # an input bound; Yang et al. 2024 (arXiv 2411.01783) ran CP over up to 16 nodes (x TP8)
 
 
 def _card_tag(v: Any) -> str:
@@ -169,6 +171,7 @@ class Service(Strict):
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
     sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
+    speculative: Speculative | None = None  # decode speculatively where it pays (schema/speculative.py)
 
 
 class HardwareEntry(Strict):
@@ -201,9 +204,11 @@ class Search(Strict):
     dp: _degrees(MAX_DEGREE) = [1]  # type: ignore[valid-type]
     batch: _degrees(MAX_BATCH) = DEFAULT_BATCHES  # type: ignore[valid-type]
     chunk_tokens: _degrees(1_048_576) = [512, 1024, 2048, 4096, 8192, 16384]  # type: ignore[valid-type]
+    # context-parallel ranks per instance (ring attention over the prompt; perf/context_parallel.py)
+    cp: _degrees(MAX_CP) = [1]  # type: ignore[valid-type]
     max_distinct_configs: int | None = Field(None, ge=1, le=1000)
 
-    @field_validator("tp", "pp", "ep", "dp", "batch", "chunk_tokens")
+    @field_validator("tp", "pp", "ep", "dp", "batch", "chunk_tokens", "cp")
     @classmethod
     def _unique(cls, v: list[int]) -> list[int]:
         if len(set(v)) != len(v):
