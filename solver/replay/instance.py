@@ -344,11 +344,17 @@ class InstancePlan:
 
 
 def instance_plan(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: EngineParams, engine_name: str,
-                  batch: int, chunk: int, max_context: int) -> InstancePlan:
+                  batch: int, chunk: int, max_context: int, speculation=None) -> InstancePlan:
     """The shared parts of instances of `plan` (one row): the step-time grid up to `batch`
     sequences, `chunk` tokens per iteration and `max_context` tokens of context; the KV blocks
-    left after a forward pass of `chunk` tokens, in the engine's block size."""
+    left after a forward pass of `chunk` tokens, in the engine's block size. A plan that
+    speculates (`plan.spec`, with the service's `speculation`) decodes at the speculative rate
+    (solver/replay/speculation.py)."""
     steps = StepTimes.build(arch, hw, plan, engine, Limits(batch, chunk, max_context))
+    if speculation is not None and int(plan.spec[0]):
+        from solver.replay.speculation import speculating
+
+        steps = speculating(steps, arch, hw, plan, engine, speculation)
     block = make_policy(engine_name).block_tokens
     kv = KVCache.for_plan(arch, hw, plan, engine, chunk, block)
     return InstancePlan(steps, kv.total, engine_name, int(batch), int(chunk))
