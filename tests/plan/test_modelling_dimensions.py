@@ -37,3 +37,28 @@ def test_long_context_needs_context_parallelism():
     flat = _plan("long-context-cp", ("cp: [1, 2, 4]", "cp: [1]"))
     assert flat.status == "infeasible"
     assert any("meets TTFT p50 3000 ms" in m for m in flat.infeasible_because)
+
+
+def test_speculation_is_used_where_it_pays_only():
+    doc = _plan("speculative-decoding")
+    assert doc.status == "optimal"
+    by_name = {s.name: s for s in doc.services}
+    assistant = [p for p in by_name["assistant"].pools if p.role == "decode"]
+    bulk = [p for p in by_name["bulk"].pools if p.role == "decode"]
+    # the TPOT-bound assistant decodes small batches with its EAGLE head
+    assert assistant and all(p.speculative == "eagle" for p in assistant)
+    assert all(p.batch <= 64 for p in assistant)
+    # the bulk service's big batches are compute-bound: n-gram at acceptance 0.5 does not pay
+    assert bulk and all(p.speculative is None for p in bulk)
+    # without speculation the assistant's decode needs several times the devices
+    plain = _plan("speculative-decoding", ("    speculative: {method: eagle, tokens: 3, acceptance_rate: 0.75}\n", ""))
+    assert plain.status == "optimal"
+    dec = lambda d: sum(p.devices for s in d.services if s.name == "assistant"  # noqa: E731
+                        for p in s.pools if p.role == "decode")
+    assert dec(plain) >= 4 * dec(doc)
+    assert plain.cost_per_hour > doc.cost_per_hour
+    # with a high acceptance rate n-gram drafting pays for the bulk service as well
+    keen = _plan("speculative-decoding", ("method: ngram, tokens: 3, acceptance_rate: 0.5",
+                                          "method: ngram, tokens: 3, acceptance_rate: 0.9"))
+    keen_bulk = [p for s in keen.services if s.name == "bulk" for p in s.pools if p.role == "decode"]
+    assert any(p.speculative == "ngram" for p in keen_bulk)
