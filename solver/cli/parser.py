@@ -81,6 +81,10 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
                    "histogram:C1,C2,... (routed tokens per expert)")
     e.add_argument("--placement", choices=["load_balanced", "in_order"], default="load_balanced",
                    help="how experts are placed on expert-parallel ranks (with --routing)")
+    e.add_argument("--speculative", default=None, metavar="METHOD:K:A[:DRAFT]",
+                   help="decode speculatively: draft|eagle|mtp|ngram, K drafted tokens, acceptance "
+                   "rate A, DRAFT the draft model's card for method draft (e.g. eagle:3:0.75, "
+                   "draft:4:0.7:llama-3.1-8b); applies to the decode step")
     e.add_argument("--format", choices=["table", "json"], default="table")
 
 

@@ -49,6 +49,8 @@ class EstimateResult(Strict):
     input_tokens: int
     output_tokens: int
     routing: str | None = Field(None, description="routing over experts (MoE models only)")
+    speculative: str | None = Field(None, description="the decode step's speculative decoding, "
+                                    "METHOD:K:A[:DRAFT]; decode_step_ms and tpot_ms are then per token")
     fits: bool
     memory_gib_per_device: float
     memory: MemoryBreakdown

@@ -54,6 +54,33 @@ class Speculative(Strict):
         """Tokens per verification step: (1 - a^(k+1)) / (1 - a), k + 1 at a = 1."""
         return expected_tokens(self.tokens, self.acceptance_rate)
 
+    @property
+    def label(self) -> str:
+        """METHOD:K:A[:DRAFT], the form `from_spec` reads."""
+        tail = f":{self.draft_model}" if self.draft_model else ""
+        return f"{self.method}:{self.tokens}:{self.acceptance_rate:g}{tail}"
+
+    @classmethod
+    def from_spec(cls, text: str) -> Speculative:
+        """`estimate --speculative METHOD:K:A[:DRAFT]`, e.g. eagle:3:0.75 or
+        draft:4:0.7:llama-3.1-8b (ValueError naming what is wrong)."""
+        parts = text.split(":", 3)
+        if len(parts) < 3:
+            raise ValueError(f"expected METHOD:K:A[:DRAFT] (e.g. eagle:3:0.75), got '{text}'")
+        try:
+            k, a = int(parts[1]), float(parts[2])
+        except ValueError:
+            raise ValueError(f"K must be a whole number and A a number in [0, 1], got '{text}'") from None
+        fields = dict(method=parts[0], tokens=k, acceptance_rate=a)
+        if len(parts) == 4:
+            fields["draft_model"] = parts[3]
+        try:
+            return cls(**fields)
+        except ValueError as exc:
+            errs = getattr(exc, "errors", None)
+            msg = "; ".join(e["msg"] for e in errs()) if callable(errs) else str(exc)
+            raise ValueError(msg) from None
+
 
 def expected_tokens(k: int, a: float) -> float:
     """(1 - a^(k+1)) / (1 - a) (Leviathan et al. 2023, eq. 1); its limit k + 1 at a = 1."""
