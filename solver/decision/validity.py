@@ -1,5 +1,6 @@
-"""How long the plan stays right: the demand and price intervals over which it stays optimal,
-found by re-solving, and what to re-measure when.
+"""How long the plan stays right: the demand, price and (for services that may speculate)
+acceptance-rate intervals over which it stays optimal, found by re-solving, and what to
+re-measure when.
 
 "Stays optimal" means: keeping the plan's configurations (its pools' hardware, parallelism and
 batch; instance counts re-optimised for the new value) costs at most REGRET more than the best
@@ -20,9 +21,10 @@ import datetime as dt
 import time
 from collections.abc import Callable
 
-from solver.candidates.build import reprice
+from solver.candidates.build import build_candidates, reprice
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
+from solver.decision.dimensions import with_acceptance
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
 from solver.plan.planner import plan
@@ -102,6 +104,32 @@ def _still_optimal(objective: str, kept: PlanResult, best: PlanResult) -> bool:
     return kept.cost_per_hour <= best.cost_per_hour * (1.0 + REGRET) + 1e-9
 
 
+def _acceptance_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts: SolveOptions,
+                         budget: _Budget) -> Interval:
+    """Service si's acceptance rate: the candidate tables are built again at each probed rate
+    (speculation changes capacities), probes above 1 are clamped to 1 (and solved once)."""
+    svc = rp.problem.services[si]
+    a = svc.speculative.acceptance_rate
+    seen: dict[float, tuple[bool, PlanResult]] = {}
+
+    def holds(f: float) -> tuple[bool, PlanResult]:
+        x = round(min(a * f, 1.0), 6)
+        if x not in seen:
+            variant = with_acceptance(rp, si, x)
+            full = build_candidates(variant)
+            best = plan(variant, opts, timings=False, candidates=full, compare=False)
+            mine = plan(variant, opts, timings=False, candidates=only_configurations(full, winner, variant),
+                        compare=False)
+            seen[x] = (_still_optimal(rp.problem.objective, mine, best), best)
+        return seen[x]
+
+    i = _interval(f"acceptance rate of '{svc.name}' ({svc.speculative.method})", "acceptance", a,
+                  holds, budget)
+    if i.high >= 1.0:
+        i = i.model_copy(update={"high": 1.0, "high_is_search_limit": True})
+    return i
+
+
 def remeasure(doc: PlanResult) -> list[Remeasure]:
     """Per measured table group (hardware, engine, version): when to measure again and why."""
     a = doc.assumptions
@@ -163,4 +191,9 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
             f"price of {name}", "USD/device-hour", current,
             lambda f, name=name, current=current: probe(derive(rp, prices={name: current * f})),
             budget))
-    return Validity(demand=demand, prices=prices, remeasure=remeasure(winner), solves=2 * budget.used)
+    # acceptance rates: a budget of their own (each probe rebuilds the candidate tables)
+    specs = [si for si, s in enumerate(rp.problem.services) if s.speculative is not None]
+    own = _Budget(max_solves // 4, seconds / 2)
+    acceptance = [_acceptance_interval(rp, si, winner, opts, own) for si in specs] or None
+    return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
+                    solves=2 * (budget.used + own.used), acceptance=acceptance)

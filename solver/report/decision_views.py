@@ -16,7 +16,8 @@ def _money(x: float | None) -> str:
 
 
 def _interval(i: Interval) -> str:
-    fmt = (lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"${v:,.2f}")
+    fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit == "acceptance"
+           else (lambda v: f"${v:,.2f}"))
     lo = fmt(i.low) + (" (searched no lower)" if i.low_is_search_limit else "")
     hi = fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else "")
     return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)})"
@@ -68,11 +69,13 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         if v.demand is not None:
             valid.append(_interval(v.demand))
         valid += [_interval(i) for i in v.prices]
+        valid += [_interval(i) for i in v.acceptance or []]
         valid += [f"re-measure {m.what}: {m.by} ({m.why})" for m in v.remeasure]
         valid.append(f"({v.solves} solves; within the interval keeping the plan's configurations "
                      "costs at most 2% more than re-planning)")
     replay = [("replay", replay_lines(r.replay))] if r.replay is not None else []
-    return [("uncertainty", uncertainty_lines(r)), *replay, ("runners-up", runners), ("fallback", fallback),
+    chosen = [("choices", [c.effect for c in r.choices])] if r.choices else []
+    return [("uncertainty", uncertainty_lines(r)), *replay, *chosen, ("runners-up", runners), ("fallback", fallback),
             ("valid while", valid),
             ("record", [f"input sha256 {r.input_sha256}; fleetplan {r.fleetplan_version}"])]
 

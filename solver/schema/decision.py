@@ -97,11 +97,30 @@ class Remeasure(Strict):
     why: str
 
 
-class Validity(Strict):
+class Validity(Doc):
+    _omit_when_none = frozenset({"acceptance"})
+
     demand: Interval | None
     prices: list[Interval]
     remeasure: list[Remeasure]
     solves: int = Field(description="plans solved to find the intervals")
+    acceptance: list[Interval] | None = Field(
+        None, description="per service that may speculate: the acceptance rate's interval (unit "
+        "'acceptance'); absent when no service speculates")
+
+
+class Choice(Strict):
+    """A modelling dimension the plan chose (or declined) for one service, and its effect,
+    found by re-solving without it (solver/decision/dimensions.py)."""
+
+    dimension: Literal["context_parallelism", "speculation"]
+    service: str
+    used: str | None = Field(description="what the plan uses (e.g. 'cp4', 'eagle'); None: offered, not used")
+    effect: str = Field(description="the effect in words")
+    cost_without_per_hour: float | None = Field(
+        None, description="the best plan without the dimension (None: infeasible, or not solved)")
+    break_even_acceptance: float | None = Field(
+        None, description="speculation: the acceptance rate where using it starts (or stops) paying")
 
 
 class ReplayedLatency(Strict):
@@ -189,7 +208,7 @@ class ReplayCheck(Strict):
 
 
 class DecisionRecord(Doc):
-    _omit_when_none = frozenset({"replay"})
+    _omit_when_none = frozenset({"replay", "choices"})
 
     uncertainty: Uncertainty
     runners_up: list[Alternative]
@@ -198,3 +217,6 @@ class DecisionRecord(Doc):
     input_sha256: str = Field(description="sha256 of the problem file's bytes")
     fleetplan_version: str
     replay: ReplayCheck | None = Field(None, description="the plan replayed; absent with --no-replay")
+    choices: list[Choice] | None = Field(
+        None, description="context parallelism and speculation: what the plan chose and its effect; "
+        "absent when the problem offers neither")
