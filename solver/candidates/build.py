@@ -70,12 +70,15 @@ def service_roles(s: Service) -> tuple[int, ...]:
 
 def workload_of(s: Service, speculation: Speculation | None = None) -> rt.Workload:
     w = s.workload
+    pc = w.prefix_cache
     return rt.Workload(
         input_tokens=w.input_tokens.mean_tokens,
         output_tokens=w.output_tokens.mean_tokens,
         input_p99_tokens=w.input_tokens.p99_tokens,
         output_p99_tokens=w.output_tokens.p99_tokens,
         speculation=speculation,
+        prefix_hit_rate=(pc.hit_rate or 0.0) if pc is not None else 0.0,
+        shared_prefix_tokens=float(pc.shared_prefix_tokens or 0) if pc is not None else 0.0,
     )
 
 

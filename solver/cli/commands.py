@@ -71,6 +71,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
         routing=_routing(a.routing, a.placement), speculative=_speculative(a.speculative),
+        prefix_hit_rate=a.prefix_hit_rate,
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0

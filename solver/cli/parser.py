@@ -85,6 +85,9 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
                    help="decode speculatively: draft|eagle|mtp|ngram, K drafted tokens, acceptance "
                    "rate A, DRAFT the draft model's card for method draft (e.g. eagle:3:0.75, "
                    "draft:4:0.7:llama-3.1-8b); applies to the decode step")
+    e.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+                   help="share of each prompt's tokens served from a prefix cache (0 to 0.99); "
+                   "prefill computes the rest")
     e.add_argument("--format", choices=["table", "json"], default="table")
 
 

@@ -8,8 +8,8 @@ from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf import closed_loop as loop
+from solver.perf import prefix, speculative
 from solver.perf import runtime as rt
-from solver.perf import speculative
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.operators.tables import measured_tables
@@ -20,6 +20,7 @@ from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
+from solver.schema.prefix import MAX_HIT_RATE
 from solver.schema.problem import MAX_CP
 from solver.schema.routing import Routing
 from solver.schema.speculative import Speculative
@@ -77,12 +78,12 @@ def estimate(
     engine_name: str | None = None,
     routing: Routing | None = None,
     speculative: Speculative | None = None,
+    prefix_hit_rate: float | None = None,
 ) -> EstimateResult:
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
     batch = _check_counts(stage, batch, concurrency, input_tokens, output_tokens)
-    if not 1 <= cp <= MAX_CP:
-        raise InputError(f"--cp must be between 1 and {MAX_CP} (got {cp})")
+    _check_options(cp, prefix_hit_rate, concurrency)
     try:
         arch = ModelArch.from_card(model).with_routing(routing)
     except ValueError as exc:
@@ -100,7 +101,8 @@ def estimate(
             f"{hardware.name} has no native {precision} math: weights are stored in {precision} "
             "and the GEMMs run in bf16 (weight-only quantisation)"
         )
-    wl = rt.Workload(float(input_tokens), float(output_tokens), speculation=sp)
+    wl = rt.Workload(float(input_tokens), float(output_tokens), speculation=sp,
+                     prefix_hit_rate=prefix_hit_rate or 0.0)
     common = dict(
         model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp,
         devices_per_instance=tp * pp * dp * cp, precision=precision, kv_precision=kv_precision,
@@ -108,10 +110,23 @@ def estimate(
         input_tokens=input_tokens, output_tokens=output_tokens,
         routing=arch.expert_routing.description if arch.moe_layers else None,
         speculative=speculative.label if sp is not None and speculative is not None else None,
+        prefix_hit_rate=prefix_hit_rate,
     )
     if concurrency is not None:
         return _closed_loop_doc(arch, hw, plans, wl, concurrency, engine, common, notes, hardware)
     return _stage_doc(arch, hw, plans, wl, float(batch), stage, engine, common, notes, hardware)  # type: ignore[arg-type]
+
+
+def _check_options(cp: int, prefix_hit_rate: float | None, concurrency: int | None) -> None:
+    """--cp and --prefix-hit-rate within their bounds (InputError otherwise)."""
+    if not 1 <= cp <= MAX_CP:
+        raise InputError(f"--cp must be between 1 and {MAX_CP} (got {cp})")
+    if prefix_hit_rate is not None:
+        if not 0.0 <= prefix_hit_rate <= MAX_HIT_RATE:
+            raise InputError(f"--prefix-hit-rate must be between 0 and {MAX_HIT_RATE} (got {prefix_hit_rate:g})")
+        if concurrency is not None:
+            raise InputError("--prefix-hit-rate applies to --stage prefill or a static batch; the closed "
+                             "loop (--concurrency) does not model it")
 
 
 def _check_plan(arch: ModelArch, plans: Plans, name: str) -> None:
@@ -190,7 +205,7 @@ def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: Engin
     """One prefill pass, one decode step, or (no stage) a static batch prefilled then decoded."""
     s, o = wl.input_tokens, wl.output_tokens
     step = engine.step_overhead_ms * 1e-3
-    pre_st = stage_time(arch, hw, plans, Load.prefill(B / float(plans.dp[0]), s), engine)
+    pre_st = stage_time(arch, hw, plans, prefix.prefill_load(B / float(plans.dp[0]), wl, s), engine)
     prefill_s = pass_latency(plans, pre_st, engine)
     dec_s, dec_st = rt.cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
     sp = wl.speculation  # the decode step is then the speculative iteration per token

@@ -20,6 +20,8 @@ class Workload:
     input_p99_tokens: float | None = None
     output_p99_tokens: float | None = None
     speculation: Speculation | None = None  # decode plans with `spec` on speculate (speculative.py)
+    prefix_hit_rate: float = 0.0  # share of prompt tokens served from the prefix cache (prefix.py)
+    shared_prefix_tokens: float = 0.0  # tokens every prompt shares, KV once per instance (prefix.py)
 
     @property
     def input_p99(self) -> float:

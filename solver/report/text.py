@@ -47,7 +47,8 @@ def estimate_text(r: EstimateResult) -> str:
         f"{r.precision} weights, {r.kv_precision} KV, {r.math_precision} math",
         f"stage: {r.stage}  {load}  input {r.input_tokens} tokens, output {r.output_tokens}"
         + (f"  routing: {r.routing}" if r.routing else "")
-        + (f"  speculative: {r.speculative}" if r.speculative else ""),
+        + (f"  speculative: {r.speculative}" if r.speculative else "")
+        + (f"  prefix hit rate: {r.prefix_hit_rate:g}" if r.prefix_hit_rate else ""),
         "",
         f"fits in memory        {'yes' if r.fits else 'NO'}  "
         f"({r.memory_gib_per_device:.1f} of {r.memory.usable_gib:.1f} GiB usable per device: "

@@ -51,6 +51,8 @@ class EstimateResult(Strict):
     routing: str | None = Field(None, description="routing over experts (MoE models only)")
     speculative: str | None = Field(None, description="the decode step's speculative decoding, "
                                     "METHOD:K:A[:DRAFT]; decode_step_ms and tpot_ms are then per token")
+    prefix_hit_rate: float | None = Field(None, description="share of the prompt served from a prefix "
+                                          "cache (prefill computes the rest)")
     fits: bool
     memory_gib_per_device: float
     memory: MemoryBreakdown

@@ -22,6 +22,7 @@ from solver.schema.fleet import (
     Survive,
     Transition,
 )
+from solver.schema.prefix import PrefixCache
 from solver.schema.routing import Routing
 from solver.schema.speculative import Speculative
 from solver.schema.sweep import Sweep
@@ -149,9 +150,14 @@ class Workload(Strict):
     input_tokens: TokenDist
     output_tokens: TokenDist
     max_context: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
+    prefix_cache: PrefixCache | None = None  # prompts served partly from a prefix cache (schema/prefix.py)
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
+        n = self.prefix_cache.shared_prefix_tokens if self.prefix_cache is not None else None
+        if n is not None and n >= self.input_tokens.mean_tokens:
+            raise FieldError(f"shared_prefix_tokens ({n}) must be below the mean input tokens "
+                             f"({self.input_tokens.mean_tokens:g})", ("prefix_cache", "shared_prefix_tokens"))
         if self.max_context is not None:
             need = self.input_tokens.mean_tokens + self.output_tokens.mean_tokens
             if need > self.max_context:
