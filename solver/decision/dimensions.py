@@ -31,6 +31,7 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, resolve
 from solver.schema.decision import Choice
+from solver.schema.prefix import MAX_HIT_RATE
 from solver.schema.result import PlanResult
 
 BISECT_STEPS = 5  # [0, a] halved 5 times: the break-even within a / 32 (0.023 at a = 0.75)
@@ -42,6 +43,16 @@ def with_acceptance(rp: ResolvedProblem, si: int, a: float) -> ResolvedProblem:
     spec = svc.speculative.model_copy(update={"acceptance_rate": round(min(max(a, 0.0), 1.0), 6)})
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"speculative": spec})
+    return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
+
+
+def with_hit_rate(rp: ResolvedProblem, si: int, h: float) -> ResolvedProblem:
+    """The problem with service si's prefix cache at hit rate h (re-resolved)."""
+    svc = rp.problem.services[si]
+    wl = svc.workload
+    pc = wl.prefix_cache.model_copy(update={"hit_rate": round(min(max(h, 0.0), MAX_HIT_RATE), 6)})
+    services = list(rp.problem.services)
+    services[si] = svc.model_copy(update={"workload": wl.model_copy(update={"prefix_cache": pc})})
     return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
 
 

@@ -24,12 +24,13 @@ from collections.abc import Callable
 from solver.candidates.build import build_candidates, reprice
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
-from solver.decision.dimensions import with_acceptance
+from solver.decision.dimensions import with_acceptance, with_hit_rate
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
+from solver.schema.prefix import MAX_HIT_RATE
 from solver.schema.result import PlanResult
 
 STEPS_UP = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
@@ -106,16 +107,34 @@ def _still_optimal(objective: str, kept: PlanResult, best: PlanResult) -> bool:
 
 def _acceptance_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts: SolveOptions,
                          budget: _Budget) -> Interval:
-    """Service si's acceptance rate: the candidate tables are built again at each probed rate
-    (speculation changes capacities), probes above 1 are clamped to 1 (and solved once)."""
+    """Service si's acceptance rate (at most 1)."""
     svc = rp.problem.services[si]
-    a = svc.speculative.acceptance_rate
+    return _rebuilt_interval(rp, f"acceptance rate of '{svc.name}' ({svc.speculative.method})", "acceptance",
+                             svc.speculative.acceptance_rate, 1.0, lambda x: with_acceptance(rp, si, x),
+                             winner, opts, budget)
+
+
+def _hit_rate_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts: SolveOptions,
+                       budget: _Budget) -> Interval:
+    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE)."""
+    svc = rp.problem.services[si]
+    return _rebuilt_interval(rp, f"prefix hit rate of '{svc.name}'", "hit rate",
+                             svc.workload.prefix_cache.hit_rate, MAX_HIT_RATE,
+                             lambda x: with_hit_rate(rp, si, x), winner, opts, budget)
+
+
+def _rebuilt_interval(rp: ResolvedProblem, quantity: str, unit: str, current: float, cap: float,
+                      variant_at: Callable[[float], ResolvedProblem], winner: PlanResult,
+                      opts: SolveOptions, budget: _Budget) -> Interval:
+    """An input that changes capacities: the candidate tables are built again at each probed
+    value; probes above `cap` are clamped to it (and solved once)."""
+    a = current
     seen: dict[float, tuple[bool, PlanResult]] = {}
 
     def holds(f: float) -> tuple[bool, PlanResult]:
-        x = round(min(a * f, 1.0), 6)
+        x = round(min(a * f, cap), 6)
         if x not in seen:
-            variant = with_acceptance(rp, si, x)
+            variant = variant_at(x)
             full = build_candidates(variant)
             best = plan(variant, opts, timings=False, candidates=full, compare=False)
             mine = plan(variant, opts, timings=False, candidates=only_configurations(full, winner, variant),
@@ -123,10 +142,9 @@ def _acceptance_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts:
             seen[x] = (_still_optimal(rp.problem.objective, mine, best), best)
         return seen[x]
 
-    i = _interval(f"acceptance rate of '{svc.name}' ({svc.speculative.method})", "acceptance", a,
-                  holds, budget)
-    if i.high >= 1.0:
-        i = i.model_copy(update={"high": 1.0, "high_is_search_limit": True})
+    i = _interval(quantity, unit, a, holds, budget)
+    if i.high >= cap:
+        i = i.model_copy(update={"high": cap, "high_is_search_limit": True})
     return i
 
 
@@ -195,5 +213,8 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
     specs = [si for si, s in enumerate(rp.problem.services) if s.speculative is not None]
     own = _Budget(max_solves // 4, seconds / 2)
     acceptance = [_acceptance_interval(rp, si, winner, opts, own) for si in specs] or None
+    hits = [si for si, s in enumerate(rp.problem.services)
+            if s.workload.prefix_cache is not None and s.workload.prefix_cache.hit_rate]
+    hit_rates = [_hit_rate_interval(rp, si, winner, opts, own) for si in hits] or None
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
-                    solves=2 * (budget.used + own.used), acceptance=acceptance)
+                    solves=2 * (budget.used + own.used), acceptance=acceptance, hit_rates=hit_rates)

@@ -79,7 +79,8 @@ class InstanceMaker:
         if key not in self._plans:
             seqs, tokens, context = _budget(spec)
             engine_name = spec.rp.problem.software.engine or "vllm"
-            sp = spec.rp.speculation_of(spec.rp.problem.services[spec.service].name)
+            svc = spec.rp.problem.services[spec.service]
             self._plans[key] = instance_plan(spec.arch, spec.hw, spec.plan, spec.rp.engine, engine_name,
-                                             seqs, tokens, context, sp)
+                                             seqs, tokens, context, spec.rp.speculation_of(svc.name),
+                                             svc.workload.prefix_cache is not None)
         return self._plans[key].instance(table, index, spec.pool.role)

@@ -16,7 +16,7 @@ def _money(x: float | None) -> str:
 
 
 def _interval(i: Interval) -> str:
-    fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit == "acceptance"
+    fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit in ("acceptance", "hit rate")
            else (lambda v: f"${v:,.2f}"))
     lo = fmt(i.low) + (" (searched no lower)" if i.low_is_search_limit else "")
     hi = fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else "")
@@ -69,7 +69,7 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         if v.demand is not None:
             valid.append(_interval(v.demand))
         valid += [_interval(i) for i in v.prices]
-        valid += [_interval(i) for i in v.acceptance or []]
+        valid += [_interval(i) for i in (v.acceptance or []) + (v.hit_rates or [])]
         valid += [f"re-measure {m.what}: {m.by} ({m.why})" for m in v.remeasure]
         valid.append(f"({v.solves} solves; within the interval keeping the plan's configurations "
                      "costs at most 2% more than re-planning)")

@@ -213,7 +213,7 @@ def assumptions_section(doc: PlanResult) -> str:
 
 
 def _interval_value(i: Interval, v: float, at_limit: bool) -> str:
-    s = f"x{v:.4g}" if i.unit == "x" else f"{v:.3g}" if i.unit == "acceptance" else f"${v:,.2f}"
+    s = f"x{v:.4g}" if i.unit == "x" else f"{v:.3g}" if i.unit in ("acceptance", "hit rate") else f"${v:,.2f}"
     return s + (" (search limit)" if at_limit else "")
 
 
@@ -222,7 +222,8 @@ def validity_section(r: DecisionRecord) -> str:
     if v is None:
         return para("Not computed (the problem has no plan).", "note")
     out = []
-    intervals = ([v.demand] if v.demand is not None else []) + list(v.prices) + list(v.acceptance or [])
+    intervals = ([v.demand] if v.demand is not None else []) + list(v.prices) + list(v.acceptance or []) + list(
+        v.hit_rates or [])
     if intervals:
         out.append(table(
             ["quantity", "low", "now", "high", "below low the plan becomes", "above high"],

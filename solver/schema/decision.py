@@ -98,7 +98,7 @@ class Remeasure(Strict):
 
 
 class Validity(Doc):
-    _omit_when_none = frozenset({"acceptance"})
+    _omit_when_none = frozenset({"acceptance", "hit_rates"})
 
     demand: Interval | None
     prices: list[Interval]
@@ -107,6 +107,8 @@ class Validity(Doc):
     acceptance: list[Interval] | None = Field(
         None, description="per service that may speculate: the acceptance rate's interval (unit "
         "'acceptance'); absent when no service speculates")
+    hit_rates: list[Interval] | None = Field(
+        None, description="per service with a prefix-cache hit_rate: its interval (unit 'hit rate')")
 
 
 class Choice(Strict):

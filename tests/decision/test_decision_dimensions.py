@@ -79,3 +79,20 @@ def test_acceptance_interval_holds_inside_and_is_clamped_at_one():
     low = with_acceptance(rp, 0, i.low)
     best = plan(low, OPTS, timings=False, compare=False)
     assert any(p.speculative == "eagle" for p in best.services[0].pools)
+
+
+def test_prefix_hit_rate_interval_holds_inside():
+    from solver.decision.dimensions import with_hit_rate
+    from solver.decision.validity import _hit_rate_interval
+    from solver.problem.load import parse_problem
+
+    text = (ROOT / "problems" / "prefix-cache.yaml").read_text()
+    rp = parse_problem(text.replace("{shared_prefix_tokens: 6144}", "{hit_rate: 0.75}"), "hit.yaml")
+    doc = plan(rp, OPTS, timings=False, compare=False)
+    i = _hit_rate_interval(rp, 0, doc, OPTS, _Budget(40, 120.0))
+    assert i.unit == "hit rate" and i.current == 0.75 and i.low <= 0.75 <= i.high <= 0.99
+    assert i.quantity == "prefix hit rate of 'support'"
+    # the hit rate is what the plan is sized by: a lower one needs more prefill devices
+    less = plan(with_hit_rate(rp, 0, 0.5), OPTS, timings=False, compare=False)
+    pre = lambda d: sum(p.devices for p in d.services[0].pools if p.role == "prefill")  # noqa: E731
+    assert pre(less) > pre(doc)
