@@ -113,12 +113,12 @@ def _speculation_choice(rp, winner: PlanResult, si: int, opts) -> Choice:
     alt = _without(rp, opts, speculation_of=si)
     x = break_even(rp, si, opts, used=True)
     if alt.status == "infeasible":
-        effect = (f"speculation ({what}) is what meets '{svc.name}''s SLO: without it no plan is "
-                  "feasible")
+        effect = (f"speculation ({what}) is what meets the SLO of '{svc.name}': without it no plan "
+                  "is feasible")
     else:
         d_with, d_without = _decode_devices(winner, si), _decode_devices(alt, si)
         saved = (d_without - d_with) / d_without * 100.0 if d_without else 0.0
-        effect = (f"speculation ({what}) saves {saved:.0f}% of '{svc.name}''s decode devices "
+        effect = (f"speculation ({what}) saves {saved:.0f}% of the decode devices of '{svc.name}' "
                   f"({d_with} instead of {d_without}) and {_cost_phrase(winner, alt)}")
     return Choice(dimension="speculation", service=svc.name, used=sp.method, break_even_acceptance=x,
                   cost_without_per_hour=alt.cost_per_hour if alt.status != "infeasible" else None,
@@ -136,8 +136,8 @@ def _cp_choice(rp, winner: PlanResult, si: int, alt: PlanResult | None) -> Choic
     used = "/".join(f"cp{c}" for c in ranks)
     if alt.status == "infeasible":
         why = f" ({alt.infeasible_because[0]})" if alt.infeasible_because else ""
-        effect = (f"context parallelism ({used}) is what meets '{svc.name}''s SLO: with search.cp "
-                  f"[1] no plan is feasible{why}")
+        effect = (f"context parallelism ({used}) is what meets the SLO of '{svc.name}': with "
+                  f"search.cp [1] no plan is feasible{why}")
     else:
         effect = f"context parallelism ({used}) saves {_cost_phrase(winner, alt)}"
     return Choice(dimension="context_parallelism", service=svc.name, used=used, effect=effect,

@@ -149,7 +149,10 @@ def _pool_brief(pools: Sequence[Pool]) -> list[list[object]]:
 
 
 def alternatives_section(r: DecisionRecord) -> str:
-    out = ["<h3>Runners-up</h3>"]
+    out = []
+    if r.choices:  # context parallelism and speculation (solver/decision/dimensions.py)
+        out += ["<h3>Choices</h3>", bullets([c.effect for c in r.choices])]
+    out.append("<h3>Runners-up</h3>")
     if r.runners_up:
         rows = []
         for a in r.runners_up:

@@ -42,7 +42,7 @@ def test_speculation_choices_name_the_effect_and_the_break_even():
     assert used.cost_without_per_hour == plain.cost_per_hour > doc.cost_per_hour
     dec = lambda d: sum(p.devices for p in d.services[0].pools if p.role == "decode")  # noqa: E731
     saved = round((dec(plain) - dec(doc)) / dec(plain) * 100)
-    assert f"saves {saved}% of 'assistant''s decode devices ({dec(doc)} instead of {dec(plain)})" in used.effect
+    assert f"saves {saved}% of the decode devices of 'assistant' ({dec(doc)} instead of {dec(plain)})" in used.effect
     assert "acceptance 0.75" in used.effect
     # the break-even brackets the change: at it the plan still speculates, a bisection step
     # (0.75 / 32) below it no longer does
