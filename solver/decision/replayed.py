@@ -113,7 +113,7 @@ def _predicted(p: Pool) -> dict[str, float | None]:
 def pool_label(p: Pool | SimulatedPool) -> str:
     site = f"@{p.site}" if p.site else ""
     chunk = f" chunk {p.chunk_tokens}" if p.chunk_tokens else ""
-    cp, spec = getattr(p, "cp", None), getattr(p, "speculative", None)  # a SimulatedPool has neither
+    cp, spec = p.cp, p.speculative
     extra = (f" cp{cp}" if cp else "") + (f" +{spec}" if spec else "")
     return f"{p.role} {p.hardware}{site} tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp}{extra} batch {p.batch}{chunk}"
 
