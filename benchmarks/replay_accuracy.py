@@ -9,8 +9,8 @@ dense/MoE, for TTFT and TPOT, side by side.
 Each row is predicted by `solver.accuracy.validate.predict_rows` (closed form) and by
 `solver.accuracy.replay_rows.replay_rows` (the row's benchmark replayed on one simulated
 instance), with the shipped calibrations. Only the h100-sxm rows are the calibration's fitted
-rows; the others are held out. `--disagg`: the disaggregated rows instead, replayed only (the
-closed form predicts colocated rows), on h100-sxm, h200-sxm and b200, at most
+rows; the others are held out. `--disagg`: the disaggregated rows instead, closed form
+(solver/accuracy/closed_disagg.py) and replay, on h100-sxm, h200-sxm and b200, at most
 `--max-concurrency` clients, every `--every`-th row (a replay of 10 x C requests over prefill
 and decode pools costs seconds per row). Prints (and writes with --out) a markdown table and the replay's
 wall time.
@@ -25,7 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from solver.accuracy.replay_disagg import parse_disagg, replay_disagg
+from solver.accuracy.closed_disagg import closed_form_disagg
+from solver.accuracy.disagg_rows import parse_disagg
+from solver.accuracy.replay_disagg import replay_disagg
 from solver.accuracy.replay_rows import replay_rows
 from solver.accuracy.validate import parse_measured, predict_rows
 from solver.catalog import shipped
@@ -61,22 +63,27 @@ def table(rows, cf: tuple, rp: tuple) -> str:
 def disagg_table(path: Path, max_conc: int, every: int) -> str:
     rows = [r for r in parse_disagg(str(path), path.read_text())
             if r.raw["hardware"] in ("h100-sxm", "h200-sxm", "b200") and r.ints["concurrency"] <= max_conc][::every]
+    cf = closed_form_disagg(str(path), rows)
     t0 = time.perf_counter()
-    ttft, tpot = replay_disagg(str(path), rows)
+    rp = replay_disagg(str(path), rows)
     wall = time.perf_counter() - t0
     groups: dict[tuple, list[int]] = defaultdict(list)
     for k, r in enumerate(rows):
         groups[(r.raw["hardware"], r.raw.get("engine") or "-")].append(k)
         groups[(r.raw["hardware"], "all")].append(k)
-    mt, mp = np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows])
+        groups[("all", "all")].append(k)
+    meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
     out = [f"{len(rows)} disaggregated rows of {path.name} (<= {max_conc} clients, every {every}th): "
-           f"{wall:.0f} s wall\n", "| system | engine | rows | TTFT replay | TTFT signed (median) | TPOT replay | TPOT signed (median) |",
-           "|---|---|---:|---:|---:|---:|---:|"]
-    for key in sorted(groups, key=lambda k: (k[0], k[1] == "all", k)):
+           f"replay {wall:.0f} s wall\n",
+           "| system | engine | rows | TTFT closed-form | TTFT replay | TTFT replay signed | TPOT closed-form "
+           "| TPOT replay | TPOT replay signed |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for key in sorted(groups, key=lambda k: (k[0] == "all", k[0], k[1] == "all", k)):
         i = np.array(groups[key])
-        out.append(f"| {key[0]} | {key[1]} | {len(i)} | {_med(ttft[i], mt[i]):.1f}% | "
-                   f"{np.nanmedian(ttft[i] / mt[i] - 1) * 100:+.1f}% | {_med(tpot[i], mp[i]):.1f}% | "
-                   f"{np.nanmedian(tpot[i] / mp[i] - 1) * 100:+.1f}% |")
+        cells = []
+        for m in range(2):
+            cells += [f"{_med(cf[m][i], meas[m][i]):.1f}%", f"{_med(rp[m][i], meas[m][i]):.1f}%",
+                      f"{np.nanmedian(rp[m][i] / meas[m][i] - 1) * 100:+.1f}%"]
+        out.append(f"| {key[0]} | {key[1]} | {len(i)} | " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"
 
 

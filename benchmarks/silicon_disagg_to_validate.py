@@ -15,8 +15,21 @@ decode) and batch (`prefill_batch_size`, `decode_batch_size`); the client concur
     decode_tp, decode_pp, decode_ep, decode_dp, decode_workers, decode_batch,
     ttft_ms, tpot_ms, engine, source_id, source_system, source_model, engine_version, measured
 
-Rows of models or systems without fleetplan cards, or with a worker plan fleetplan cannot
-represent, are counted and skipped. Measured data is precious: only the h100_sxm rows may ever
+A row is replayable only if the sample records its worker layout. The InferenceX database-dump
+rows (ids ending `_cfgN`, `db-dump/...` sources) do: `prefill_num_workers`,
+`decode_num_workers`, the per-role parallelism, and batches with concurrency = decode_batch x
+decode_num_workers x decode_attention_dp_size. The dated InferenceX result exports (ids starting
+with a date, `source_file=YYYY-MM-DD.csv`; 1,328 of the 1,602 disaggregated rows of
+aiconfigurator-core 0.12.0) leave both worker counts and both batch sizes empty and give each
+role only a tp/ep pair, which is not the deployed layout: the same measurement appears in both
+exports (`dsr1_h100_trtllm_fp8_disagg_1024x1024_c30_cfg494`, TTFT 5052.4 ms, TPOT 19.93 ms, is
+`2026_04_06_deepseek_r1_h100_sxm_trtllm_fp8_disagg_1024x1024_c30_tp16_ep16_1723`), where the dump
+has one attention-DP-16 prefill worker and three TP16 decode workers and the export a "tp16 ep16"
+per role. Reading an empty count as one worker (as this converter once did) replays a fleet
+other than the measured one (b200 SGLang, 8192/1024 at 64 clients: TPOT 6.4 ms measured, which
+no single TP8 decode worker reaches; the same hardware's colocated TP8 row measures 38.6 ms), so
+such rows are skipped ("worker layout not recorded"). Rows of models or systems without
+fleetplan cards, or with a worker plan fleetplan cannot represent, are counted and skipped too. Measured data is precious: only the h100_sxm rows may ever
 be used for calibration.
 """
 
@@ -49,6 +62,11 @@ def _one(v: str) -> int:
     return max(1, int(float(v or 1)))
 
 
+def _recorded(r: dict) -> bool:
+    """Both roles' worker counts and batch sizes are recorded (module docstring)."""
+    return all((r[f"{role}_{k}"] or "").strip() for role in ROLES for k in ("num_workers", "batch_size"))
+
+
 def _role(r: dict, model: str, role: str) -> tuple[dict | None, str | None]:
     p = {k: _one(r[f"{role}_{src}"]) for k, src in
          (("tp", "tp_size"), ("pp", "pp_size"), ("ep", "moe_ep_size"), ("dp", "attention_dp_size"),
@@ -69,7 +87,8 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
         why = (f"no card for model {r['model_path']}" if model is None else
                f"no card for system {r['system']}" if hw is None else
                f"precision {quant}" if quant not in PRECISION else
-               "no concurrency" if not conc.isdigit() or int(conc) < 1 else None)
+               "no concurrency" if not conc.isdigit() or int(conc) < 1 else
+               "worker layout not recorded" if not _recorded(r) else None)
         roles = {}
         for role in ROLES if why is None else ():
             part, why = _role(r, model, role)

@@ -3,6 +3,8 @@
 Input: a CSV with the columns model, hardware, precision, mode, input_tokens, output_tokens,
 concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC). Each row is a
 closed-loop benchmark of one colocated instance (`mode` colocated); other columns pass through.
+A CSV with per-role columns instead (`prefill_tp`, ..., `decode_batch`) holds disaggregated
+rows (solver/accuracy/disagg_rows.py, predicted by solver/accuracy/validate_disagg.py).
 Rows are predicted in vectorised groups (one model, hardware, precision and engine at a time)
 with the engine's calibrated parameters (solver/catalog/calibration.py).
 """
@@ -11,11 +13,10 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import numpy as np
 
@@ -30,17 +31,13 @@ from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
-from solver.schema.validation import (
-    ErrorStats,
-    GroupStats,
-    ValidationReport,
-    ValidationRow,
-)
+from solver.schema.validation import ValidationReport, ValidationRow
+
+from .measured import ENGINES, build_report, csv_records, milliseconds, whole_numbers
 
 REQUIRED = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
             "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms"]
 INTS = ["input_tokens", "output_tokens", "concurrency", "tp", "pp", "ep", "dp"]
-ENGINES = ("vllm", "sglang", "trtllm")
 
 
 @dataclass
@@ -56,58 +53,6 @@ class Row:
     tpot_ms: float
 
 
-Bad = Callable[[str, str], InputError]
-
-
-def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], Iterator[tuple[int, dict, Bad]]]:
-    """The header and, per data row, (line, raw values, bad(field, why) -> InputError naming
-    the file, line and field) of a measured CSV; missing columns and surplus values are errors."""
-    reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
-
-    def records():
-        for i, raw in enumerate(reader, start=2):
-            def bad(field: str, why: str, i=i, raw=raw) -> InputError:
-                return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
-
-            if None in raw:
-                raise InputError(f"{path}:{i}: more values than columns")
-            yield i, raw, bad
-
-    return list(header), records()
-
-
-def whole_numbers(raw: dict, columns: list[str], bad: Bad) -> dict[str, int]:
-    """Each column a whole number >= 1 (non-finite values and fractions are errors)."""
-    out = {}
-    for c in columns:
-        try:
-            v = float(raw[c])
-        except (TypeError, ValueError):
-            raise bad(c, "expected a whole number") from None
-        if not math.isfinite(v) or v < 1 or v != int(v):
-            raise bad(c, "must be a whole number >= 1")
-        out[c] = int(v)
-    return out
-
-
-def milliseconds(raw: dict, columns: tuple[str, ...], bad: Bad) -> list[float]:
-    """Each column a positive finite number of milliseconds."""
-    out = []
-    for c in columns:
-        try:
-            v = float(raw[c])
-        except (TypeError, ValueError):
-            raise bad(c, "expected a number of milliseconds") from None
-        if not math.isfinite(v) or v <= 0:
-            raise bad(c, "must be a positive finite number")
-        out.append(v)
-    return out
-
-
 def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
     header, records = csv_records(path, text, REQUIRED)
     rows: list[Row] = []
@@ -115,7 +60,8 @@ def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
         ints = whole_numbers(raw, INTS, bad)
         measured = dict(zip(("ttft_ms", "tpot_ms"), milliseconds(raw, ("ttft_ms", "tpot_ms"), bad)))
         if raw["mode"] != "colocated":
-            raise bad("mode", "only 'colocated' rows can be predicted (closed-loop benchmarks of one instance)")
+            raise bad("mode", "expected 'colocated' (a closed-loop benchmark of one instance); disaggregated rows "
+                      "go in a CSV with the prefill_/decode_ columns instead of tp, pp, ep, dp")
         if raw["precision"] not in PRECISIONS:
             raise bad("precision", f"expected one of {', '.join(PRECISIONS)}")
         engine = (raw.get("engine") or "").strip() or None
@@ -126,17 +72,6 @@ def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
     if not rows:
         raise InputError(f"{path}: no data rows")
     return header, rows
-
-
-def _stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
-    err = (pred - meas) / meas * 100.0
-    return ErrorStats(
-        rows=int(err.size),
-        median_abs_pct=round(float(np.median(np.abs(err))), 3),
-        mean_abs_pct=round(float(np.mean(np.abs(err))), 3),
-        bias_pct=round(float(np.mean(err)), 3),
-        p90_abs_pct=round(float(np.percentile(np.abs(err), 90)), 3),
-    )
 
 
 def _check_group(path: str, arch: ModelArch, plans: Plans, sel: list[Row], model: str) -> None:
@@ -205,21 +140,15 @@ def predict_rows(
 PREDICTORS = ("closed-form", "replay")
 
 
-def validate_text(path: str, text: str, model: str = "closed-form") -> ValidationReport:
-    """`model`: `closed-form` (solver/perf/closed_loop.py) or `replay` (each row's benchmark
-    replayed on one simulated instance: solver/accuracy/replay_rows.py)."""
+def _colocated(path: str, text: str, model: str) -> ValidationReport:
     header, rows = parse_measured(path, text)
     if model == "replay":
         from solver.accuracy.replay_rows import replay_rows
 
         check_plans(path, rows)
         ttft, tpot = replay_rows(path, rows)
-    elif model == "closed-form":
-        ttft, tpot = predict_rows(path, rows)
     else:
-        raise InputError(f"validate: --model must be one of {', '.join(PREDICTORS)} (got {model!r})")
-    meas_ttft = np.array([r.ttft_ms for r in rows])
-    meas_tpot = np.array([r.tpot_ms for r in rows])
+        ttft, tpot = predict_rows(path, rows)
     out_rows = [
         ValidationRow(
             line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,
@@ -231,22 +160,24 @@ def validate_text(path: str, text: str, model: str = "closed-form") -> Validatio
         )
         for k, r in enumerate(rows)
     ]
-    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for k, r in enumerate(rows):
-        groups[(r.hardware, r.model, r.engine or "-")].append(k)
-    group_stats = [
-        GroupStats(
-            hardware=h, model=m, engine=e,
-            ttft=_stats(ttft[idx], meas_ttft[idx]), tpot=_stats(tpot[idx], meas_tpot[idx]),
-        )
-        for (h, m, e), idx in sorted(groups.items())
-    ]
-    return ValidationReport(
-        source=path, rows=out_rows, groups=group_stats,
-        overall=GroupStats(hardware="all", model="all", engine="all",
-                           ttft=_stats(ttft, meas_ttft), tpot=_stats(tpot, meas_tpot)),
-        columns=header,
-    )
+    keys = [(r.hardware, r.model, r.engine or "-") for r in rows]
+    meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
+    return build_report(path, header, out_rows, keys, (ttft, tpot), meas)
+
+
+def validate_text(path: str, text: str, model: str = "closed-form") -> ValidationReport:
+    """`model`: `closed-form` (solver/perf/closed_loop.py) or `replay` (each row's benchmark
+    replayed on one simulated instance: solver/accuracy/replay_rows.py). A CSV with the
+    disaggregated columns (`prefill_tp`, ...) holds disaggregated rows
+    (solver/accuracy/validate_disagg.py)."""
+    if model not in PREDICTORS:
+        raise InputError(f"validate: --model must be one of {', '.join(PREDICTORS)} (got {model!r})")
+    header = next(csv.reader(io.StringIO(text)), [])
+    if "prefill_tp" in header:
+        from solver.accuracy.validate_disagg import validate_disagg
+
+        return validate_disagg(path, text, model)
+    return _colocated(path, text, model)
 
 
 def validate_file(path: str | Path, model: str = "closed-form") -> tuple[ValidationReport, str]:

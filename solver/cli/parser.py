@@ -274,7 +274,8 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
     """`fleetplan validate`: predictions against measured benchmark points."""
     v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
     v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
-                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]")
+                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]; or, for "
+                   "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp")
     v.add_argument("--format", choices=["table", "json", "csv"], default="table")
     v.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
                    help="predictor: the closed-form closed loop (default) or a replay of each row's benchmark "

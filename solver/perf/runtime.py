@@ -29,6 +29,7 @@ import numpy as np
 from solver.perf import prefix, speculative
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
+from solver.perf.slots import budget_decoders, slot_wait
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
 from solver.perf.workload import Slo, Workload, slot_fill
@@ -308,12 +309,45 @@ def mixed_iteration(tau_decode, tau_mixed, engine: EngineParams) -> np.ndarray:
     return tau_decode + engine.mixed_batch_slowdown * np.maximum(tau_mixed - tau_decode, 0.0)
 
 
-def effective_chunk(chunk, input_tokens: float, engine: EngineParams) -> np.ndarray:
-    """Prefill tokens per mixed iteration; without chunking, whole prompts only."""
+def effective_chunk(chunk, input_tokens: float, engine: EngineParams, decoding=0.0) -> np.ndarray:
+    """Prefill tokens per mixed iteration; without chunking, whole prompts only. With chunking,
+    `chunk` is the token budget and the `decoding` sequences' tokens count inside it (running
+    requests first, prompts get the rest: vLLM v1 `max_num_batched_tokens`,
+    vllm/v1/core/sched/scheduler.py `schedule`; TensorRT-LLM `max_num_tokens`,
+    tensorrt_llm/_torch/pyexecutor/scheduler.py), so a mixed iteration carries `chunk` GEMM rows,
+    not chunk + decoding (a power-of-two budget stays on a node of the measured GEMM tables)."""
     c = np.asarray(chunk, dtype=float)
     if engine.chunked_prefill:
-        return c
+        return np.maximum(c - np.asarray(decoding, dtype=float), 0.0)
     return np.maximum(1.0, np.round(c / input_tokens)) * input_tokens
+
+
+@dataclass(frozen=True)
+class _Lane:
+    """A colocated instance's request path at slot occupancy `fill`: the wait for one of `slots`
+    decode slots (each held `hold_s`), the prefill lane's M/D/1 wait (per-prompt `service_s`,
+    `service99_s` for the p99 prompt), the prompt's own latency and the fixed `extra_s`."""
+
+    slots: np.ndarray
+    hold_s: np.ndarray
+    extra_s: np.ndarray
+    service_s: np.ndarray
+    service99_s: np.ndarray
+    lat_s: np.ndarray
+    lat99_s: np.ndarray
+    stable: np.ndarray
+
+    def at(self, fill, slo: Slo, engine: EngineParams):
+        lam = fill * self.slots / self.hold_s
+        rho = np.minimum(lam * self.service_s, 1.0)
+        ttft50 = (queue_wait(rho, self.service_s, 0.5) + slot_wait(fill, self.slots, self.hold_s, 0.5)
+                  + self.extra_s + self.lat_s)
+        ttft99 = (queue_wait(rho, self.service99_s, 0.99) + slot_wait(fill, self.slots, self.hold_s, 0.99)
+                  + self.extra_s + self.lat99_s)
+        ok = (self.stable & (rho < engine.max_utilization)
+              & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
+              & _within(ttft99 * 1e3, slo.ttft_p99_ms, slo.safety_margin))
+        return lam, rho, ttft50, ttft99, ok
 
 
 def colocated_role(
@@ -325,36 +359,33 @@ def colocated_role(
     engine: EngineParams,
     chunk_tokens,
 ) -> RoleMetrics:
-    B = plans.batch
+    """The decode batch is `batch`, or fewer where the token budget cannot feed that many
+    (solver/perf/slots.py `budget_decoders`); the slot occupancy is the highest, up to the slot
+    fill (workload.py `slot_fill`: `decode_slot_fill`, or full slots offline), at which the wait
+    for a decode slot (slots.py `slot_wait`) plus the prefill lane's wait and latency meet the
+    TTFT bounds."""
     s, o = wl.input_tokens, wl.output_tokens
-    c = effective_chunk(chunk_tokens, s, engine) + np.zeros(len(plans))
-    f = B * s / (o * c)  # share of iterations that carry prefill work
-    stable = f <= 1.0
+    n = budget_decoders(plans.batch, chunk_tokens, s, o, engine.chunked_prefill) + np.zeros(len(plans))
+    c = effective_chunk(chunk_tokens, s, engine, n) + np.zeros(len(plans))
+    stable, c, n = (c >= 1.0) & (n >= 1.0), np.maximum(c, 1.0), np.maximum(n, 1.0)
+    f = n * s / (o * c)  # share of iterations that carry prefill work
+    stable &= f <= 1.0 + 1e-9
     f = np.minimum(f, 1.0)
-    tau_d, st = cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
-    tau_m, _ = cycle(arch, hw, plans, Load.mixed(B, wl.decode_context, c, s), engine)
+    tau_d, st = cycle(arch, hw, plans, Load.decode(n, wl.decode_context), engine)
+    tau_m, _ = cycle(arch, hw, plans, Load.mixed(n, wl.decode_context, c, s), engine)
     tau_m = mixed_iteration(tau_d, tau_m, engine)
     tau = f * tau_m + (1.0 - f) * tau_d
-    spread = Z99 * np.sqrt(f * (1.0 - f) / max(o - 1.0, 1.0)) * (tau_m - tau_d)
-    tpot99 = tau + spread
-    lam = slot_fill(slo, engine) * B / (o * tau)
-    # the prefill lane: busy share rho, per-prompt service input x tau_m / chunk
-    service = s * tau_m / c
-    rho = np.minimum(lam * service, 1.0)
-    lat = prompt_latency(arch, hw, plans, B, wl.decode_context, c, s, engine)
-    lat99 = prompt_latency(arch, hw, plans, B, wl.decode_context, c, wl.input_p99, engine)
-    overhead = engine.request_overhead_ms * 1e-3
-    ttft50 = queue_wait(rho, service, 0.5) + tau / 2.0 + lat + overhead
-    ttft99 = queue_wait(rho, wl.input_p99 * tau_m / c, 0.99) + tau / 2.0 + lat99 + overhead
-    ok = (
-        stable
-        & (rho < engine.max_utilization)
-        & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
-        & _within(ttft99 * 1e3, slo.ttft_p99_ms, slo.safety_margin)
-        & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin)
-        & _within(tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin)
-    )
-    mem = memory(arch, hw, plans, wl.decode_context, B + c, engine)
+    tpot99 = tau + Z99 * np.sqrt(f * (1.0 - f) / max(o - 1.0, 1.0)) * (tau_m - tau_d)
+    service = s * tau_m / c  # the prefill lane's per-prompt service
+    lat = prompt_latency(arch, hw, plans, n, wl.decode_context, c, s, engine)
+    lat99 = prompt_latency(arch, hw, plans, n, wl.decode_context, c, wl.input_p99, engine)
+    lane = _Lane(n, o * tau, tau / 2.0 + engine.request_overhead_ms * 1e-3, service,
+                 wl.input_p99 * tau_m / c, lat, lat99, stable)
+    fill = _solve_rho(lambda x: lane.at(x, slo, engine)[-1], len(plans), slot_fill(slo, engine))
+    lam, rho, ttft50, ttft99, ok = lane.at(np.maximum(fill, 1e-6), slo, engine)
+    ok &= (fill > 0) & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
+        tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin)
+    mem = memory(arch, hw, plans, wl.decode_context, n + c, engine)
     good = ok & mem.fits
     return RoleMetrics(
         memory=mem,

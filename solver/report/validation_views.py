@@ -7,7 +7,7 @@ import io
 import json
 
 from solver.report.text import table
-from solver.schema.validation import GroupStats, ValidationReport
+from solver.schema.validation import GroupStats, ValidationReport, ValidationRow
 
 
 def _group_row(g: GroupStats) -> list[object]:
@@ -20,9 +20,17 @@ HEADERS = ["hardware", "model", "engine", "rows", "TTFT med|%|", "TTFT mean|%|",
            "TPOT med|%|", "TPOT mean|%|", "TPOT bias%"]
 
 
+def _parallel(x: ValidationRow) -> str:
+    """`tp8 pp1`; disaggregated: `P 2x tp8 pp1 dp1 / D 4x tp8 pp1 dp1` (workers x plan per role)."""
+    if x.prefill is None or x.decode is None:
+        return f"tp{x.tp} pp{x.pp}"
+    p, d = x.prefill, x.decode
+    return f"P {p.workers}x tp{p.tp} pp{p.pp} dp{p.dp} / D {d.workers}x tp{d.tp} pp{d.pp} dp{d.dp}"
+
+
 def to_table(r: ValidationReport) -> str:
     rows = [[x.line, x.model, x.hardware, x.precision, x.engine or "-", x.input_tokens,
-             x.output_tokens, x.concurrency, f"tp{x.tp} pp{x.pp}", x.measured_ttft_ms,
+             x.output_tokens, x.concurrency, _parallel(x), x.measured_ttft_ms,
              x.predicted_ttft_ms, x.measured_tpot_ms, x.predicted_tpot_ms] for x in r.rows]
     out = [
         table(["line", "model", "hardware", "prec", "engine", "in", "out", "conc", "parallel",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from solver.schema.base import Strict
 
 
@@ -23,8 +25,21 @@ class GroupStats(Strict):
     tpot: ErrorStats
 
 
+class RolePlanRow(Strict):
+    """One role of a disaggregated row: its workers' parallelism, count and batch per
+    attention-data-parallel rank, as the measured CSV gives them."""
+
+    tp: int
+    pp: int
+    ep: int
+    dp: int
+    workers: int
+    batch: int
+
+
 class ValidationRow(Strict):
     line: int
+    mode: Literal["colocated", "disaggregated"] = "colocated"
     model: str
     hardware: str
     precision: str
@@ -32,10 +47,12 @@ class ValidationRow(Strict):
     input_tokens: int
     output_tokens: int
     concurrency: int
-    tp: int
-    pp: int
-    ep: int
-    dp: int
+    tp: int | None = None  # colocated rows; a disaggregated row's plans are `prefill` and `decode`
+    pp: int | None = None
+    ep: int | None = None
+    dp: int | None = None
+    prefill: RolePlanRow | None = None
+    decode: RolePlanRow | None = None
     measured_ttft_ms: float
     measured_tpot_ms: float
     predicted_ttft_ms: float

@@ -58,7 +58,8 @@ def test_a_bad_file_fails_alone_and_exit_2_wins_over_infeasible(first):
     inf = by["infeasible"]
     assert inf.error == "budget of $100.00/hour; demand of service 'chat' (5000 QPS)"
     assert inf.cost_per_hour is None and inf.result == "results/infeasible.json"
-    assert by["small"].cost_per_hour == 15.0 and by["small"].devices_by_type == {"h100-sxm": 6}
+    # 100 QPS: 3 H100 ($2.50/h) + 2 H200 ($3.50/h), tp1 batch 32 (19.4 and 21.5 QPS per instance)
+    assert by["small"].cost_per_hour == 14.5 and by["small"].devices_by_type == {"h100-sxm": 3, "h200-sxm": 2}
     custom = json.loads((out / "results" / "custom-card.json").read_text())  # the card's plan
     assert set(custom["devices_by_type"]) == {"test-gpu"}
     assert by["custom-card"].devices_by_type == custom["devices_by_type"]
@@ -184,12 +185,13 @@ def test_pivot_plot_progress_and_exit_0(batch_tree):
     assert all(row.wall_s > 0 for row in s.rows)
     cost = {(row.sweep["h200-sxm.price"], row.sweep["chat.qps"]): row.cost_per_hour
             for row in s.rows if row.sweep}
-    assert cost == {(2, 50): 6.0, (2, 100): 12.0, (2, 150): 18.0, (3, 50): 7.5, (3, 100): 15.0, (3, 150): 22.5}
+    # H200 at $2/h: ceil(qps / 21.5) H200; at $3/h 3 H100, 3 H100 + 2 H200, 8 H100 (19.4 QPS each)
+    assert cost == {(2, 50): 6.0, (2, 100): 10.0, (2, 150): 14.0, (3, 50): 7.5, (3, 100): 13.5, (3, 150): 20.0}
     pivot = (batch_tree / "out-pivot" / "summary.pivot.csv").read_text().splitlines()
     assert pivot == ["problem,h200-sxm.price,chat.qps=50,chat.qps=100,chat.qps=150",
-                     "sweep,2,6,12,18", "sweep,3,7.5,15,22.5"]
+                     "sweep,2,6,10,14", "sweep,3,7.5,13.5,20"]
     assert r.stdout.startswith("cost_per_hour by h200-sxm.price (rows) and chat.qps (columns)\n")
-    assert "22.50" in r.stdout.split("\n\n")[0]
+    assert "13.50" in r.stdout.split("\n\n")[0]
 
     import matplotlib.image as mpimg
 
@@ -251,7 +253,7 @@ def test_plan_and_check_on_a_sweep_file(batch_tree):
                         "chat.qps (3); planning the base problem as written (fleetplan batch "
                         "good/sweep.yaml --out DIR plans every variant)\n")
     doc = json.loads(r.stdout)
-    assert doc["problem"] == "sweep" and doc["cost_per_hour"] == 15.0  # 100 QPS, h200 at 3.5
+    assert doc["problem"] == "sweep" and doc["cost_per_hour"] == 14.5  # 100 QPS, h200 at 3.5
     r = cli("check", "good/sweep.yaml", cwd=batch_tree)
     assert r.returncode == 0 and r.stdout == ("ok: good/sweep.yaml (sweep: 1 services, 2 hardware "
                                               "types; sweep: 6 variants over h200-sxm.price (2), chat.qps (3))\n")

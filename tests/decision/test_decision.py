@@ -30,9 +30,9 @@ DEFAULT = ROOT / "problems" / "llama3-70b-online.yaml"
 
 
 @cache
-def decided(name: str = "llama3-70b-online"):
+def decided(name: str = "llama3-70b-online", **kw):
     rp = load_problem(ROOT / "problems" / f"{name}.yaml")
-    return rp, decide(rp, OPTS, timings=False)
+    return rp, decide(rp, OPTS, timings=False, **kw)
 
 
 def test_bands_and_checks_by_hand():

@@ -294,9 +294,9 @@ def test_verifier_proves_survival_and_rejects_a_tampered_plan():
 def test_transition_counts_and_recommendation_hand_computed():
     doc = planned("transition")
     t = doc.transition
-    # today: 59 colocated tp4 H100 instances = 236 devices at $2.99 = $705.64/h; the plan:
+    # today: 69 colocated tp4 H100 instances = 276 devices at $2.99 = $825.24/h; the plan:
     # 7 prefill tp1 pp8 (56 devices) + 4 decode tp4 (16 devices) = 72 H100 = $215.28/h.
-    assert t.current_cost_per_hour == pytest.approx(705.64)
+    assert t.current_cost_per_hour == pytest.approx(825.24)
     assert t.current_meets_problem and t.current_problems == []
     assert doc.cost_per_hour == pytest.approx(215.28)
     # new layouts: 7 + 4 = 11 instances re-sharded; the prefill and decode groups are new, so
@@ -304,8 +304,8 @@ def test_transition_counts_and_recommendation_hand_computed():
     assert (t.instances_resharded, t.devices_moved) == (11, 72)
     assert t.drained_device_hours == pytest.approx(72.0)
     assert t.switching_cost_usd == pytest.approx(72 * 25 + 11 * 100 + 215.28)
-    assert t.saving_per_hour == pytest.approx(705.64 - 215.28)
-    assert t.payback_hours == pytest.approx(3115.28 / 490.36)
+    assert t.saving_per_hour == pytest.approx(825.24 - 215.28)
+    assert t.payback_hours == pytest.approx(3115.28 / 609.96)
     assert t.recommendation == "move"
 
 
@@ -314,7 +314,7 @@ def test_transition_stays_when_the_horizon_is_short_and_when_nothing_is_saved():
     short = plan(variant("transition", transition=rp.problem.transition.model_copy(
         update={"horizon_hours": 5.0})), OPTS, timings=False)
     assert short.transition.recommendation == "stay"
-    assert short.transition.payback_hours == pytest.approx(3115.28 / 490.36)  # reported either way
+    assert short.transition.payback_hours == pytest.approx(3115.28 / 609.96)  # reported either way
     doc = planned("transition")
     same = [{"service": s.name, "role": p.role, "hardware": p.hardware, "tp": p.tp, "pp": p.pp,
              "batch": p.batch, "instances": p.instances} for s in doc.services for p in s.pools]

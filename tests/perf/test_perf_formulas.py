@@ -471,16 +471,52 @@ def test_decode_role_safety_margin(a70, h100):
     assert ok.slo_ok[0] and not bad.slo_ok[0]
 
 
-def test_colocated_too_small_chunk_has_no_capacity(a70, h100):
-    # f = B x s / (o x c) = 64 x 2048 / (128 x 512) = 2 > 1: prefill cannot keep up
+def test_colocated_small_budget_runs_fewer_decoders(a70, h100):
+    # budget 512, s = 2048, o = 128: 64 decoders would leave 448 prefill tokens, feeding only
+    # 448 x 128 / 2048 = 28 new decoders per 64; the engine keeps n = floor(128 x 512 / 2176) = 30
+    # (before the replay check this row had no capacity: f = 64 x 2048 / (128 x 512) = 2 > 1)
     p = plans(tp=8, batch=64)
     wl = rt.Workload(2048.0, 128.0)
     r = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=512)
-    assert r.capacity_qps[0] == 0.0 and not r.slo_ok[0] and not r.feasible[0]
-    # c = 2048: f = 64 x 2048 / (128 x 2048) = 0.5 <= 1: capacity > 0
+    tau_d, _ = rt.cycle(a70, h100, p, Load.decode(30.0, wl.decode_context), E)
+    assert r.decode_step_ms[0] == pytest.approx(tau_d[0] * 1e3, rel=1e-12)
+    # f = 30 x 2048 / (128 x 482) = 0.9959: nearly every iteration mixed. No SLO, so no TPOT
+    # bound: offline, every slot counts (workload.py slot_fill = 1), but the prefill lane's
+    # utilisation stops at max_utilization first, between the online fill and full slots
+    full = 30.0 / (128.0 * r.tpot_p50_ms[0] / 1e3)
+    assert r.utilization[0] == pytest.approx(E.max_utilization, rel=1e-6)
+    assert E.decode_slot_fill * full < r.capacity_qps[0] < full
+    # c = 2048, of which the 64 decode tokens take 64: f = 64 x 2048 / (128 x 1984) = 0.52 <= 1
     r2 = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=2048)
     assert r2.capacity_qps[0] > 0.0
     assert r2.tpot_p50_ms[0] > r2.decode_step_ms[0]  # half the iterations carry prefill
+    # a budget of 16 tokens cannot hold one request's worth of decode tokens: no capacity
+    r3 = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=16)
+    assert r3.capacity_qps[0] == 0.0 and not r3.slo_ok[0]
+
+
+def test_effective_chunk_counts_decode_tokens_inside_the_budget():
+    # vLLM / TensorRT-LLM: running sequences first, one token each, prompts get the rest
+    assert rt.effective_chunk(np.array([2048.0, 512.0, 100.0]), 2048.0, E, 128.0) == pytest.approx(
+        [1920.0, 384.0, 0.0], abs=0)
+    assert rt.effective_chunk(np.array([2048.0]), 2048.0, E) == pytest.approx([2048.0], abs=0)
+    # without chunking, whole prompts only (the decodes do not shrink a prompt)
+    whole = EngineParams(chunked_prefill=False)
+    assert rt.effective_chunk(np.array([5000.0]), 2048.0, whole, 128.0) == pytest.approx([4096.0], abs=0)
+
+
+def test_colocated_mixed_iteration_carries_the_budget_not_budget_plus_decodes(a70, h100):
+    # B = 64 decoding sequences and a 2048-token budget: the mixed iteration prices 64 decode
+    # rows + 1984 prefill rows (2048 in all), and f = 64 x 2048 / (128 x 1984)
+    B, c, s, o = 64.0, 2048.0, 2048.0, 128.0
+    p = plans(tp=8, batch=B)
+    wl = rt.Workload(s, o)
+    r = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=c)
+    tau_d, _ = rt.cycle(a70, h100, p, Load.decode(B, wl.decode_context), E)
+    tau_m, _ = rt.cycle(a70, h100, p, Load.mixed(B, wl.decode_context, c - B, s), E)
+    tau_m = rt.mixed_iteration(tau_d, tau_m, E)
+    f = B * s / (o * (c - B))
+    assert r.tpot_p50_ms[0] == pytest.approx((f * tau_m[0] + (1 - f) * tau_d[0]) * 1e3, rel=1e-12)
 
 
 def test_prefill_role_without_slo_runs_at_max_utilization(a70, h100):

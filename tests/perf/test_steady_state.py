@@ -58,7 +58,10 @@ def test_offline_colocated_capacity_is_the_saturated_batch(a70, h100):
     on = rt.colocated_role(a70, h100, p, wl, rt.Slo(ttft_p50_ms=60_000.0, tpot_p50_ms=1e9), E, c)
     tau = off.tpot_p50_ms / 1e3  # the mean iteration (same in both: it does not depend on the fill)
     np.testing.assert_allclose(on.tpot_p50_ms, off.tpot_p50_ms, rtol=1e-12)
-    np.testing.assert_allclose(off.capacity_qps, np.array([64.0, 128.0]) / (1024.0 * tau), rtol=1e-12)
-    np.testing.assert_allclose(on.capacity_qps, 0.92 * off.capacity_qps, rtol=1e-12)
+    full = np.array([64.0, 128.0]) / (1024.0 * tau)
+    # offline the fill runs up to every slot, short of it only by the wait for a slot at the
+    # TTFT bound (solver/perf/slots.py slot_wait grows without bound as the fill reaches 1)
+    assert np.all(off.capacity_qps <= full) and np.all(off.capacity_qps >= 0.99 * full)
+    np.testing.assert_allclose(on.capacity_qps, 0.92 * full, rtol=1e-9)
     # the prefill lane works harder when the slots are full: rho scales with the fill
-    np.testing.assert_allclose(on.utilization, 0.92 * off.utilization, rtol=1e-12)
+    np.testing.assert_allclose(on.utilization / on.capacity_qps, off.utilization / off.capacity_qps, rtol=1e-9)

@@ -1,0 +1,102 @@
+"""Measured benchmark CSVs, colocated or disaggregated: reading their rows (every error names
+the file, line and field) and the report of predictions against them."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from typing import Callable, Iterator
+
+import numpy as np
+
+from solver.errors import InputError
+from solver.schema.validation import ErrorStats, GroupStats, ValidationReport, ValidationRow
+
+ENGINES = ("vllm", "sglang", "trtllm")
+
+
+Bad = Callable[[str, str], InputError]
+
+
+def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], Iterator[tuple[int, dict, Bad]]]:
+    """The header and, per data row, (line, raw values, bad(field, why) -> InputError naming
+    the file, line and field) of a measured CSV; missing columns and surplus values are errors."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise InputError(f"{path}:1: missing column(s): {', '.join(missing)}")
+
+    def records():
+        for i, raw in enumerate(reader, start=2):
+            def bad(field: str, why: str, i=i, raw=raw) -> InputError:
+                return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
+
+            if None in raw:
+                raise InputError(f"{path}:{i}: more values than columns")
+            yield i, raw, bad
+
+    return list(header), records()
+
+
+def whole_numbers(raw: dict, columns: list[str], bad: Bad) -> dict[str, int]:
+    """Each column a whole number >= 1 (non-finite values and fractions are errors)."""
+    out = {}
+    for c in columns:
+        try:
+            v = float(raw[c])
+        except (TypeError, ValueError):
+            raise bad(c, "expected a whole number") from None
+        if not math.isfinite(v) or v < 1 or v != int(v):
+            raise bad(c, "must be a whole number >= 1")
+        out[c] = int(v)
+    return out
+
+
+def milliseconds(raw: dict, columns: tuple[str, ...], bad: Bad) -> list[float]:
+    """Each column a positive finite number of milliseconds."""
+    out = []
+    for c in columns:
+        try:
+            v = float(raw[c])
+        except (TypeError, ValueError):
+            raise bad(c, "expected a number of milliseconds") from None
+        if not math.isfinite(v) or v <= 0:
+            raise bad(c, "must be a positive finite number")
+        out.append(v)
+    return out
+
+
+def error_stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
+    err = (pred - meas) / meas * 100.0
+    return ErrorStats(
+        rows=int(err.size),
+        median_abs_pct=round(float(np.median(np.abs(err))), 3),
+        mean_abs_pct=round(float(np.mean(np.abs(err))), 3),
+        bias_pct=round(float(np.mean(err)), 3),
+        p90_abs_pct=round(float(np.percentile(np.abs(err), 90)), 3),
+    )
+
+
+def build_report(path: str, header: list[str], out_rows: list[ValidationRow], keys: list[tuple[str, str, str]],
+                 pred: tuple[np.ndarray, np.ndarray], meas: tuple[np.ndarray, np.ndarray]) -> ValidationReport:
+    """The report of predicted against measured (ttft, tpot) per row, grouped by `keys`
+    (hardware, model, engine) per row."""
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    for k, key in enumerate(keys):
+        groups[key].append(k)
+    group_stats = [
+        GroupStats(hardware=h, model=m, engine=e, ttft=error_stats(pred[0][idx], meas[0][idx]),
+                   tpot=error_stats(pred[1][idx], meas[1][idx]))
+        for (h, m, e), idx in sorted(groups.items())
+    ]
+    return ValidationReport(
+        source=path, rows=out_rows, groups=group_stats,
+        overall=GroupStats(hardware="all", model="all", engine="all",
+                           ttft=error_stats(pred[0], meas[0]), tpot=error_stats(pred[1], meas[1])),
+        columns=header,
+    )
+
+

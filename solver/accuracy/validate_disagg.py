@@ -1,0 +1,47 @@
+"""`fleetplan validate` on disaggregated rows (solver/accuracy/disagg_rows.py): each row
+predicted by the replay of its benchmark over prefill and decode pools
+(solver/accuracy/replay_disagg.py) or by the planner's role formulas in its closed loop
+(solver/accuracy/closed_disagg.py)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import numpy as np
+
+from solver.schema.validation import RolePlanRow, ValidationReport, ValidationRow
+
+from .disagg_rows import PLAN, ROLES, DisaggRow, parse_disagg
+from .measured import build_report
+
+
+def _row(r: DisaggRow, ttft: float, tpot: float) -> ValidationRow:
+    plans = {role: RolePlanRow(**{k: r.ints[f"{role}_{k}"] for k in PLAN}) for role in ROLES}
+    return ValidationRow(
+        line=r.line, mode="disaggregated", model=r.raw["model"], hardware=r.raw["hardware"],
+        precision=r.raw["precision"], engine=r.engine, input_tokens=r.ints["input_tokens"],
+        output_tokens=r.ints["output_tokens"], concurrency=r.ints["concurrency"], **plans,
+        measured_ttft_ms=r.ttft_ms, measured_tpot_ms=r.tpot_ms,
+        predicted_ttft_ms=round(ttft, 4), predicted_tpot_ms=round(tpot, 4),
+    )
+
+
+def validate_disagg(path: str, text: str, model: str) -> ValidationReport:
+    rows = parse_disagg(path, text)
+    if model == "replay":
+        from .replay_disagg import replay_disagg
+
+        ttft, tpot = replay_disagg(path, rows)
+    else:
+        from .closed_disagg import closed_form_disagg
+
+        ttft, tpot = closed_form_disagg(path, rows)
+    header = next(csv.reader(io.StringIO(text)), [])
+    out_rows = [_row(r, float(ttft[k]), float(tpot[k])) for k, r in enumerate(rows)]
+    keys = [(r.raw["hardware"], r.raw["model"], r.engine or "-") for r in rows]
+    meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
+    return build_report(path, header, out_rows, keys, (ttft, tpot), meas)
+
+
+__all__ = ["validate_disagg"]
