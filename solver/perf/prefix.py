@@ -22,16 +22,18 @@ from __future__ import annotations
 import numpy as np
 
 from solver.perf.stages import Load
-from solver.perf.workload import Workload
+
+# `wl` below is a solver.perf.workload.Workload (not imported: workload.py names speculative.py,
+# which imports this module)
 
 
-def cached_tokens(wl: Workload, prompt_tokens) -> np.ndarray:
+def cached_tokens(wl, prompt_tokens) -> np.ndarray:
     """Prompt tokens served from the cache, for prompts of `prompt_tokens` tokens."""
     s = np.asarray(prompt_tokens, dtype=float)
     return wl.prefix_hit_rate * s + np.minimum(wl.shared_prefix_tokens, s)
 
 
-def prefill_load(prompts, wl: Workload, prompt_tokens) -> Load:
+def prefill_load(prompts, wl, prompt_tokens) -> Load:
     """`prompts` prompts of `prompt_tokens` tokens, their cached prefix not recomputed."""
     if not wl.prefix_hit_rate and not wl.shared_prefix_tokens:
         return Load.prefill(prompts, prompt_tokens)
@@ -43,7 +45,7 @@ def prefill_load(prompts, wl: Workload, prompt_tokens) -> Load:
     return Load(z, z, prompts * u + z, 2.0 * c + u + z, u + z, prompts + z)
 
 
-def kv_context(wl: Workload, context, seqs_per_rank) -> np.ndarray:
+def kv_context(wl, context, seqs_per_rank) -> np.ndarray:
     """Per-sequence KV context to size memory by: x - n + n / b with a shared prefix of n."""
     x = np.asarray(context, dtype=float)
     n = wl.shared_prefix_tokens

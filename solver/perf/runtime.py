@@ -275,14 +275,11 @@ def decode_role(
         tpot99, _ = cycle(arch, hw, plans, Load.decode(B, long_ctx), engine)
     else:
         tpot99 = tpot
-    sp = wl.speculation  # plans with `spec` on: per-token time of the speculative iteration
-    tpot = speculative.per_token_s(arch, hw, plans, B, wl.decode_context, engine, sp, tpot, cycle)
-    tpot99 = speculative.per_token_s(arch, hw, plans, B, long_ctx, engine, sp, tpot99, cycle)
+    tpot, tpot99 = speculative.decode_tpots(arch, hw, plans, B, wl, long_ctx, engine, tpot, tpot99, cycle)
     ok = _within(tpot * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
         tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin
     )
-    mem = memory(arch, hw, plans, prefix.kv_context(wl, wl.decode_context, B / plans.dp), B, engine)
-    mem = speculative.with_proposer_memory(mem, arch, plans, B, wl.decode_context, sp)
+    mem = speculative.decode_memory(arch, hw, plans, B, wl, engine)
     fill = slot_fill(slo, engine)
     capacity = fill * B / (wl.output_tokens * tpot)
     nan = np.full(len(plans), np.nan)

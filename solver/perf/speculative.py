@@ -33,8 +33,9 @@ from typing import Callable
 
 import numpy as np
 
+from solver.perf import prefix
 from solver.perf.arch import ModelArch
-from solver.perf.memory import Memory, kv_bytes_per_token, weight_bytes
+from solver.perf.memory import Memory, kv_bytes_per_token, memory, weight_bytes
 from solver.perf.stages import Load
 from solver.perf.tables import HardwareTable, Plans
 from solver.schema.engine import EngineParams
@@ -126,6 +127,24 @@ def per_token_s(arch: ModelArch, hw: HardwareTable, plans: Plans, seqs, context,
         return plain
     spec = step_s(arch, hw, plans, seqs, context, engine, sp, cycle) / sp.expected_tokens
     return np.where(on, spec, plain)
+
+
+def decode_tpots(arch: ModelArch, hw: HardwareTable, plans: Plans, seqs, wl, long_context, engine: EngineParams,
+                 tpot, tpot99, cycle: Cycle) -> tuple[np.ndarray, np.ndarray]:
+    """The decode role's p50 and p99 seconds per token (`per_token_s` at the workload's mean
+    decode context and at `long_context`) under the workload's speculation."""
+    sp = wl.speculation
+    return (per_token_s(arch, hw, plans, seqs, wl.decode_context, engine, sp, tpot, cycle),
+            per_token_s(arch, hw, plans, seqs, long_context, engine, sp, tpot99, cycle))
+
+
+def decode_memory(arch: ModelArch, hw: HardwareTable, plans: Plans, seqs, wl, engine: EngineParams) -> Memory:
+    """The decode role's memory per device: `seqs` sequences at the workload's decode context
+    (a shared prefix's KV once per rank, solver/perf/prefix.py) plus, where the plan
+    speculates, the proposer's."""
+    ctx = prefix.kv_context(wl, wl.decode_context, np.asarray(seqs, dtype=float) / plans.dp)
+    mem = memory(arch, hw, plans, ctx, seqs, engine)
+    return with_proposer_memory(mem, arch, plans, seqs, wl.decode_context, wl.speculation)
 
 
 def with_proposer_memory(mem: Memory, arch: ModelArch, plans: Plans, seqs, context,
