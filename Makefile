@@ -19,6 +19,9 @@ $(STAMP): pyproject.toml
 	# PyTorch's CPU build (optional test dependency of the profile collector); without it the
 	# collector tests are skipped and everything else runs
 	$(BIN)/python -m pip install --quiet 'torch==2.13.0' || echo "note: PyTorch 2.13.0 CPU build not installable; collector tests will be skipped"
+	# aiperf (the `bench` extra) for the integration test of `fleetplan validate` against its real export;
+	# without it that test is skipped
+	$(BIN)/python -m pip install --quiet -e '.[bench]' || echo "note: aiperf 0.13.0 not installable; the aiperf integration test will be skipped"
 	touch $(STAMP)
 
 plan: $(STAMP)

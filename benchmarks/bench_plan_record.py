@@ -8,13 +8,17 @@ In one process, after a warm-up plan (imports, measured tables loaded), times ea
 machine does not inflate): the candidate build, the plan (CP-SAT, verification, the homogeneous
 comparison), the replay of the plan (solver/decision/replayed.py: step-time grids plus the event
 loop), and the record's other parts (uncertainty, runners-up, fallback, validity); then the
-whole `decide` with and without the replay, and the command itself in a subprocess.
+whole `decide` with and without the replay, and the command itself in a subprocess (its CPU
+is the child's user+sys time, imports and process start included).
+
+Measured numbers, before and after the plan-speed work, are in benchmarks/plan_speed.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -73,13 +77,15 @@ def main() -> None:
     for replay in (False, True):
         w, c, _ = timed(lambda: decide(rp, opts, timings=False, replay=replay), a.reps)
         rows.append((f"decide ({'with' if replay else 'without'} the replay)", w, c))
-    walls = []
+    walls, cpus = [], []
     for _ in range(a.reps):
-        t0 = time.perf_counter()
+        t0, r0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run([sys.executable, "-m", "solver", "plan", a.problem, "--format", "json"], capture_output=True,
                        check=True, cwd=ROOT)
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         walls.append(time.perf_counter() - t0)
-    rows.append(("fleetplan plan (subprocess, wall only)", statistics.median(walls), float("nan")))
+        cpus.append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    rows.append(("fleetplan plan (subprocess: user+sys)", statistics.median(walls), statistics.median(cpus)))
     print(f"{Path(a.problem).name}, median of {a.reps}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print(f"{'part':<50} {'wall s':>8} {'CPU s':>8}")
     for name, w, c in rows:

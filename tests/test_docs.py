@@ -20,7 +20,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SOURCES = sorted(p for p in (ROOT / "solver").rglob("*.py") if "_data" not in p.parts)
 
 # a path starts at one of the repository's top-level folders (not inside a longer word or URL)
-TOP = ("solver", "docs", "benchmarks", "problems", "hardware", "models", "tests", "schemas", "examples")
+TOP = ("solver", "docs", "benchmarks", "problems", "hardware", "models", "tests", "schemas", "examples", "traces")
 PATH = re.compile(r"(?<![\w./~-])(?:" + "|".join(TOP) + r")/[\w./<>*{}\[\]|#@=-]*")
 # placeholders and globs name a family of files, not one: `hardware/profiles/<hw>/<engine>/`,
 # `problems/**/*.yaml`, `solver/...`, `tests/<step>/test_*.py`, `{a,b}`, `a|b`

@@ -5,7 +5,8 @@ imports itself through a cycle.
 The order follows the flow of a plan (docs/architecture.md): the documents (schema) and the
 shipped data (catalog, profiles) at the bottom, the performance model the steps evaluate with,
 then problem -> candidates -> fleet -> verify -> plan -> decision / questions, then accuracy,
-the reports, the batch runner and the command line on top.
+the deploy renderers (which, like the reports, read documents and never solve), the reports, the
+batch runner and the command line on top.
 """
 
 from __future__ import annotations
@@ -33,13 +34,17 @@ ORDER = (
     "decision",  # the decision record: runners-up, fallback, validity, bands
     "questions",  # frontier, price sweep: many plans of one problem
     "accuracy",  # predictions against measured benchmarks, the calibration fit
+    "deploy",  # launch configurations, manifests and canary benchmarks of a plan document
     "report",  # renders documents (table, markdown, HTML, plots)
     "batch",  # many problems, sweeps, executors
     "cli",  # argument parsing and dispatch only
 )
 RANK = {name: i for i, name in enumerate(ORDER)}
-# the reports render documents: besides their own layer they read only these
-REPORT_MAY_IMPORT = {"base", "schema", "report"}
+# the reports render documents: besides their own layer they read only these (the deploy layer
+# renders documents too: a report's canary runbook is solver/deploy/canary.py's)
+REPORT_MAY_IMPORT = {"base", "schema", "deploy", "report"}
+# deploy renders a result document into files: it reads documents and cards, never solves
+DEPLOY_MAY_IMPORT = {"base", "schema", "catalog", "deploy"}
 
 
 def layer_of(module: str) -> str:
@@ -114,6 +119,9 @@ def violations(module: str, edges: list[tuple[int, str]]) -> list[str]:
         if mine == "report" and theirs not in REPORT_MAY_IMPORT:
             bad.append(f"{module}:{line}: a report imports {target} ({theirs}); reports render "
                        "documents and never solve")
+        if mine == "deploy" and theirs not in DEPLOY_MAY_IMPORT:
+            bad.append(f"{module}:{line}: deploy imports {target} ({theirs}); deploy renders "
+                       "documents and never solves")
     return bad
 
 
@@ -160,3 +168,4 @@ def test_the_checker_sees_function_level_and_relative_imports():
     assert [b.split(":")[1] for b in bad] == ["3", "4"], bad
     assert [b.split(":")[1] for b in violations("solver.schema.fake", edges)] == ["3", "4"]
     assert violations("solver.batch.fake", edges) == []
+    assert [b.split(":")[1] for b in violations("solver.deploy.fake", edges)] == ["3", "4"]

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.candidates.links import expand_links, link_classes, slower_link_matches
 from solver.candidates.misses import miss_messages
 from solver.candidates.table import (
     MIN_CAPACITY_QPS,
@@ -39,6 +40,7 @@ from solver.candidates.table import (
     PruneStats,
     kv_links,
 )
+from solver.candidates.variants import Variants, build_variants
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
@@ -48,16 +50,6 @@ from solver.perf.validity import valid_mask
 from solver.problem.load import ResolvedProblem
 from solver.schema.problem import Service
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
-
-
-def _link_classes(links: np.ndarray, p: int, decode_types: list[int], heterogeneous: bool) -> list[tuple[float, float]]:
-    """The distinct KV links from prefill type p to the decode types in use, own link first,
-    then slower ones (lower bandwidth first, then higher latency)."""
-    own = (float(links[p, p, 0]), float(links[p, p, 1]))
-    if not heterogeneous:
-        return [own]
-    others = {(float(links[p, d, 0]), float(links[p, d, 1])) for d in decode_types} - {own}
-    return [own] + sorted(others, key=lambda x: (-x[0], x[1]))
 
 
 def service_roles(s: Service) -> tuple[int, ...]:
@@ -79,6 +71,7 @@ def workload_of(s: Service, speculation: Speculation | None = None) -> rt.Worklo
         speculation=speculation,
         prefix_hit_rate=(pc.hit_rate or 0.0) if pc is not None else 0.0,
         shared_prefix_tokens=float(pc.shared_prefix_tokens or 0) if pc is not None else 0.0,
+        arrival_cv=w.arrival_cv or 1.0,
     )
 
 
@@ -93,21 +86,24 @@ def slo_of(s: Service, margin: float) -> rt.Slo:
     )
 
 
-def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int) -> tuple[Plans, np.ndarray]:
+def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int) -> tuple[Plans, np.ndarray]:
     search = rp.problem.search
     moe = arch.moe_layers > 0
+    kv = s.kv_precisions
     plans = Plans.grid(
-        hw=range(len(rp.hardware)),
+        hw=range(n_hw),
         tp=search.tp,
         pp=search.pp,
         ep=search.ep if moe else [1],
         dp=search.dp if moe else [1],
         batch=search.batch,
-        wprec=[precision_code(s.precision)],
-        kvprec=[precision_code(s.kv_precision or s.precision)],
+        wprec=[precision_code(p) for p in s.precisions],
+        kvprec=[precision_code(p) for p in kv] if kv is not None else [0],
         cp=search.cp,
         spec=speculation_axis(rp.speculation_of(s.name), role),
     )
+    if kv is None:  # the KV cache in the weights' precision
+        plans = dataclasses.replace(plans, kvprec=plans.wprec.copy())
     if role != COLOCATED:
         return plans, np.zeros(len(plans), dtype=int)
     chunks = np.asarray(search.chunk_tokens)
@@ -156,47 +152,12 @@ def _dominance_keep(hw_idx: np.ndarray, devices: np.ndarray, cap: np.ndarray,
     return np.array(sorted(keep), dtype=int)
 
 
-def _expand_links(plans: Plans, chunks: np.ndarray, classes: list[list[tuple[float, float]]]):
-    """Each prefill plan once per KV link class of its hardware type: the own-link rows first
-    (in grid order), then the second class's, and so on. Returns the expanded plans and
-    chunks, the original plan index and class number of each row, and the link arrays."""
-    n_cls = np.array([len(c) for c in classes])[plans.hw]
-    orig = np.concatenate([np.flatnonzero(n_cls > c) for c in range(int(n_cls.max(initial=1)))])
-    cls = np.concatenate([np.full(int((n_cls > c).sum()), c) for c in range(int(n_cls.max(initial=1)))])
-    p = plans.take(orig)
-    bw = np.array([classes[h][c][0] for h, c in zip(p.hw, cls)], dtype=float)
-    lat = np.array([classes[h][c][1] for h, c in zip(p.hw, cls)], dtype=float)
-    return p, chunks[orig], orig, cls, bw, lat
-
-
-def _slower_link_matches(idx: np.ndarray, orig: np.ndarray, bw: np.ndarray, lat: np.ndarray,
-                         cap: np.ndarray) -> np.ndarray:
-    """Rows (of idx) to drop: another kept row of the same plan on a link no faster in either
-    respect (it reaches every decode type this one reaches) has at least its capacity."""
-    drop = np.zeros(len(idx), dtype=bool)
-    by_plan: dict[int, list[int]] = {}
-    for j, r in enumerate(idx):
-        by_plan.setdefault(int(orig[r]), []).append(j)
-    for js in by_plan.values():
-        if len(js) < 2:
-            continue
-        for a in js:
-            ra = idx[a]
-            for b in js:
-                rb = idx[b]
-                if a != b and bw[rb] <= bw[ra] and lat[rb] >= lat[ra] and cap[rb] >= cap[ra]:
-                    drop[a] = True
-                    break
-    return drop
-
-
 def build_candidates(rp: ResolvedProblem) -> CandidateSet:
-    hw = HardwareTable.from_cards(
-        rp.hardware, rp.prices, rp.engine, measured_tables(rp.hardware, rp.problem.software.engine)
-    )
-    links = kv_links(hw)
+    var = build_variants(rp)
+    hw = var.table
+    first = np.array([int(np.flatnonzero(var.entry == j)[0]) for j in range(len(rp.hardware))])
+    links = kv_links(hw)[np.ix_(first, first)]  # per entry: a power cap does not change a link
     hetero = rp.problem.constraints.heterogeneous_prefill_decode
-    power = np.array(rp.power_w)
     stats = PruneStats()
     parts: list[CandidateTable] = []
     misses: dict[tuple[int, int], list[str]] = {}
@@ -208,7 +169,7 @@ def build_candidates(rp: ResolvedProblem) -> CandidateSet:
         decode_types: list[int] = []
         # decode first: the decode types in use set the KV links prefill rows are evaluated for
         for role in sorted(roles_of[si], key=lambda r: r != DECODE):
-            part = _role_candidates(rp, si, s, arch, hw, power, role, links,
+            part = _role_candidates(rp, si, s, arch, hw, var, role, links,
                                     decode_types, hetero, stats, misses)
             if part is not None:
                 built[role] = part
@@ -218,19 +179,19 @@ def build_candidates(rp: ResolvedProblem) -> CandidateSet:
     return CandidateSet(CandidateTable.concat(parts), stats, misses, roles_of, links)
 
 
-def _role_candidates(rp, si, s, arch, hw, power, role, links, decode_types, hetero, stats,
+def _role_candidates(rp, si, s, arch, hw, var: Variants, role, links, decode_types, hetero, stats,
                      misses) -> CandidateTable | None:
     """The kept rows of one (service, role), or None (and the closest misses) when none is left."""
-    plans, chunks = _grid(rp, s, arch, role)
+    plans, chunks = _grid(rp, s, arch, role, len(hw))
     orig = cls = kv_link = None
     if role == PREFILL:
-        classes = [_link_classes(links, p, decode_types, hetero) for p in range(len(hw))]
-        plans, chunks, orig, cls, kv_bw, kv_lat = _expand_links(plans, chunks, classes)
+        classes = [link_classes(links, int(e), decode_types, hetero) for e in var.entry]
+        plans, chunks, orig, cls, kv_bw, kv_lat = expand_links(plans, chunks, classes)
         kv_link = (kv_bw, kv_lat)
     n = len(plans)
     stats.evaluated += n
     valid = valid_mask(arch, plans)
-    topo_ok = ~_topology_bad(hw, plans, rp.instance_supplies)
+    topo_ok = ~_topology_bad(hw, plans, var.supplies(rp.instance_supplies))
     stats.pruned["invalid"] += int((~valid).sum())
     stats.pruned["topology"] += int((valid & ~topo_ok).sum())
     m = _evaluate(rp, s, arch, hw, role, plans, chunks, kv_link)
@@ -244,16 +205,18 @@ def _role_candidates(rp, si, s, arch, hw, power, role, links, decode_types, hete
         misses[(si, role)] = miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok)
         return None
     if kv_link is not None and cls.max(initial=0) > 0:
-        drop = _slower_link_matches(idx, orig, kv_link[0], kv_link[1], m.capacity_qps)
+        drop = slower_link_matches(idx, orig, kv_link[0], kv_link[1], m.capacity_qps)
         stats.pruned["dominated"] += int(drop.sum())
         idx = idx[~drop]
-    keep = idx[_dominance_keep(plans.hw[idx], plans.devices[idx], m.capacity_qps[idx],
+    # per variant and precision pair: a dominated precision keeps its best rows (its runner-up)
+    group = plans.hw[idx] * 16 + plans.wprec[idx] * 4 + plans.kvprec[idx]
+    keep = idx[_dominance_keep(group, plans.devices[idx], m.capacity_qps[idx],
                                None if cls is None else cls[idx])]
     stats.pruned["dominated"] += int(idx.size - keep.size)
-    return _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, keep, kv_link)
+    return _rows(rp, si, s, arch, hw, var, role, plans, chunks, m, keep, kv_link)
 
 
-def _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, k, kv_link) -> CandidateTable:
+def _rows(rp, si, s, arch, hw, var, role, plans, chunks, m, k, kv_link) -> CandidateTable:
     """The candidate table of the kept rows `k` of one (service, role)'s evaluated grid."""
     devices = plans.devices[k]
     nan = np.full(k.size, np.nan)
@@ -266,7 +229,7 @@ def _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, k, kv_link) -> Can
     return CandidateTable(
         service=np.full(k.size, si),
         role=np.full(k.size, role),
-        hw=plans.hw[k],
+        hw=var.entry[plans.hw[k]],
         tp=plans.tp[k],
         pp=plans.pp[k],
         ep=plans.ep[k],
@@ -277,8 +240,8 @@ def _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, k, kv_link) -> Can
         chunk=chunks[k].astype(int),
         devices=devices.astype(int),
         capacity_qps=m.capacity_qps[k],
-        cost_per_hour=devices * hw.price[plans.hw[k]],
-        power_w=devices * power[plans.hw[k]],
+        cost_per_hour=devices * var.cost[plans.hw[k]],
+        power_w=devices * var.cap_w[plans.hw[k]],
         ttft_p50_ms=m.ttft_p50_ms[k],
         ttft_p99_ms=m.ttft_p99_ms[k],
         tpot_p50_ms=m.tpot_p50_ms[k],
@@ -287,6 +250,8 @@ def _rows(rp, si, s, arch, hw, power, role, plans, chunks, m, k, kv_link) -> Can
         kv_bw=np.asarray(link_k[0], dtype=float),
         kv_lat=np.asarray(link_k[1], dtype=float),
         kv_ms=np.asarray(kv_ms, dtype=float),
+        power_cap_w=var.cap_w[plans.hw[k]], wprec=plans.wprec[k], kvprec=plans.kvprec[k],
+        owned_cost=var.owned[plans.hw[k]],
     )
 
 
@@ -315,9 +280,10 @@ def estimate_pool(rp: ResolvedProblem, si: int, role: int, hw_idx: int, tp: int,
     )
     s = rp.problem.services[si]
     arch = rp.archs[si]
+    kv = s.kv_precisions
     plans = Plans.of(hw=hw_idx, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch,
-                     wprec=precision_code(s.precision),
-                     kvprec=precision_code(s.kv_precision or s.precision))
+                     wprec=precision_code(s.precisions[0]),
+                     kvprec=precision_code(kv[0] if kv else s.precisions[0]))
     chunks = np.array([chunk or 0])
     link = None if kv_link is None or role != PREFILL else (np.array([kv_link[0]]), np.array([kv_link[1]]))
     m = _evaluate(rp, s, arch, hw, role, plans, chunks, link)
@@ -343,4 +309,5 @@ def reprice(cs: CandidateSet, prices: Sequence[float]) -> CandidateSet:
     are the same and only the cost column changes, computed as `build_candidates` does."""
     t = cs.table
     price = np.asarray(prices, dtype=float)
-    return dataclasses.replace(cs, table=dataclasses.replace(t, cost_per_hour=t.devices * price[t.hw]))
+    return dataclasses.replace(cs, table=dataclasses.replace(
+        t, cost_per_hour=t.devices * (price[t.hw] + t.owned_cost)))

@@ -33,7 +33,7 @@ def miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok) -> li
     out: list[str] = []
     margin = rp.problem.constraints.safety_margin
     mtxt = f" with the {margin:.0%} safety margin" if margin else ""
-    for h in range(len(rp.hardware)):
+    for h in range(len(hw)):
         on = base & (plans.hw == h)
         if not on.any():
             continue

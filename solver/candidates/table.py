@@ -14,7 +14,6 @@ PRUNE_REASONS = ("invalid", "topology", "memory", "slo", "dominated")
 MIN_CAPACITY_QPS = 0.001  # the fleet model counts capacity in milli-QPS
 
 
-
 @dataclass(frozen=True, slots=True)
 class CandidateTable:
     """Kept candidates, one row each (struct of arrays)."""
@@ -42,14 +41,19 @@ class CandidateTable:
     kv_ms: np.ndarray | None = None  # prefill: KV transfer time of a mean prompt (part of TTFT)
     cp: np.ndarray | None = None  # context-parallel ranks (1 when not given)
     spec: np.ndarray | None = None  # 1: decodes speculatively (0 when not given)
+    # choices beyond parallelism (candidates/variants.py); defaults: not recorded
+    power_cap_w: np.ndarray | None = None  # board power limit per device, W (NaN: none given)
+    wprec: np.ndarray | None = None  # weight precision code (index into PRECISIONS; -1: unknown)
+    kvprec: np.ndarray | None = None  # KV cache precision code
+    owned_cost: np.ndarray | None = None  # USD per device-hour beyond the rental price
 
     def __post_init__(self) -> None:
-        for name in ("kv_bw", "kv_lat", "kv_ms"):
+        n = len(self.service)
+        defaults = {"kv_bw": np.nan, "kv_lat": np.nan, "kv_ms": np.nan, "power_cap_w": np.nan,
+                    "wprec": -1, "kvprec": -1, "owned_cost": 0.0, "cp": 1, "spec": 0}
+        for name, v in defaults.items():
             if getattr(self, name) is None:
-                object.__setattr__(self, name, np.full(len(self.service), np.nan))
-        for name, v in (("cp", 1), ("spec", 0)):
-            if getattr(self, name) is None:
-                object.__setattr__(self, name, np.full(len(self.service), v, dtype=int))
+                object.__setattr__(self, name, np.full(n, v))
 
     def __len__(self) -> int:
         return len(self.service)
@@ -65,7 +69,8 @@ class CandidateTable:
 
     @classmethod
     def empty(cls) -> CandidateTable:
-        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "cp", "spec"}
+        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "wprec", "kvprec",
+                "cp", "spec"}
         return cls(**{f.name: np.zeros(0, dtype=int if f.name in ints else float) for f in fields(cls)})
 
     def rows(self, service: int, role: int) -> np.ndarray:

@@ -2,7 +2,8 @@
 
 Installed from a wheel, cards live in `solver/_data/{models,hardware,problems}`; in a checkout
 (or an editable install) they are read from the repository's `models/`, `hardware/` and
-`problems/` folders.
+`problems/` folders. Workload traces and length distributions (`traces/`, CSV files named by
+their stem) ship the same way, in `solver/_data/traces`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from solver.errors import InputError
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.yamlio import load_yaml, validate_doc
 
-Kind = Literal["models", "hardware", "problems"]
+Kind = Literal["models", "hardware", "problems", "traces"]
 _PKG = Path(__file__).resolve().parent.parent  # the solver package
 
 

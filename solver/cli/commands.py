@@ -71,7 +71,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
         routing=_routing(a.routing, a.placement), speculative=_speculative(a.speculative),
-        prefix_hit_rate=a.prefix_hit_rate,
+        prefix_hit_rate=a.prefix_hit_rate, power_cap_w=a.power_cap,
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0
@@ -190,7 +190,7 @@ def _cmd_batch(a: argparse.Namespace) -> int:
 def _cmd_simulate(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
     from solver.plan.sim_input import is_result_file, plan_to_simulate
-    from solver.plan.sim_sources import expected_requests
+    from solver.plan.sim_sources import total_requests
     from solver.plan.simulate import SimulateOptions, check_plan, simulate
     from solver.report import simulate as views
 
@@ -205,7 +205,7 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     check_plan(doc)
     opts = SimulateOptions(rate_scale=a.rate_scale, arrival=a.arrival, requests=a.requests, seed=a.seed,
                            router=a.router)
-    bar = views.Progress(expected_requests(a.arrival, a.requests) * len(doc.services), sys.stderr)
+    bar = views.Progress(total_requests(rp, [s.name for s in doc.services], a.arrival, a.requests), sys.stderr)
     try:
         res = simulate(rp, doc, opts, on_finished=bar.advance, timings=not a.no_timings)
     finally:
@@ -213,6 +213,25 @@ def _cmd_simulate(a: argparse.Namespace) -> int:
     if a.plot:
         views.simulate_png(res, a.plot)
     text = views.to_json(res) if a.format == "json" else views.simulate_text(res)
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _cmd_trace(a: argparse.Namespace) -> int:
+    from solver.problem.workload_data import summarize
+    from solver.report import trace_views as views
+
+    if a.plot:
+        from solver.report.plots import require_matplotlib
+
+        require_matplotlib("--plot")
+    doc = summarize(a.file, a.window)
+    if a.plot:
+        views.trace_png(doc, a.plot)
+    text = views.to_json(doc) if a.format == "json" else views.trace_text(doc)
     if a.out:
         _write_atomic(a.out, text)
     else:
@@ -250,17 +269,29 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_validate(a: argparse.Namespace) -> int:
-    from solver.accuracy.validate import validate_file
+    from solver.accuracy.bench_validate import validate_measured
+    from solver.cli.validate_flags import row_fields
+    from solver.report import bench_compare_views
     from solver.report import validation_views as views
+    from solver.schema.bench_compare import PlanComparison
 
-    report, original = validate_file(a.measured, a.model)
+    report, original = validate_measured(a.measured, a.model, row_fields(a), a.plan, a.pool)
+    if isinstance(report, PlanComparison):
+        if a.format == "csv":
+            raise InputError("validate: --plan prints a table or json, not csv")
+        return _emit(a.out, bench_compare_views.to_table(report) if a.format == "table"
+                     else bench_compare_views.to_json(report))
     text = {
         "table": lambda: views.to_table(report),
         "json": lambda: views.to_json(report),
         "csv": lambda: views.to_csv(report, original),
     }[a.format]()
-    if a.out:
-        _write_atomic(a.out, text)
+    return _emit(a.out, text)
+
+
+def _emit(out: str | None, text: str) -> int:
+    if out:
+        _write_atomic(out, text)
     else:
         sys.stdout.write(text)
     return 0
@@ -275,10 +306,41 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_deploy(a: argparse.Namespace) -> int:
+    from solver.deploy.facts import load_cards, load_plan, pool_facts
+    from solver.deploy.render import files, write
+
+    plan = load_plan(a.result)
+    engine = a.engine or _plan_engine(plan.doc)
+    texts = files(plan, pool_facts(plan, load_cards(a.card)), a.target, engine, a.image)
+    for path in write(a.out, texts):
+        print(path)
+    return 0
+
+
+def _plan_engine(doc) -> str:
+    declared = doc.assumptions.engine if doc.assumptions is not None else None
+    return declared if declared in ("vllm", "sglang", "trtllm") else "vllm"
+
+
+def _cmd_canary(a: argparse.Namespace) -> int:
+    from solver.deploy.canary import protocol, to_markdown
+    from solver.deploy.facts import load_cards, load_plan
+
+    plan = load_plan(a.result)
+    text = to_markdown(protocol(plan, a.tool, a.duration, a.url, load_cards(a.card)))
+    if a.out:
+        _write_atomic(a.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
     "simulate": _cmd_simulate,
+    "trace": _cmd_trace,
     "check": _cmd_check,
     "frontier": _cmd_frontier,
     "price-sweep": _cmd_price_sweep,
@@ -286,5 +348,7 @@ COMMANDS = {
     "schema": _cmd_schema,
     "validate": _cmd_validate,
     "catalog": _cmd_catalog,
+    "deploy": _cmd_deploy,
+    "canary": _cmd_canary,
     "profiles": profiles_cli.run,
 }

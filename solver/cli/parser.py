@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from solver import __version__
 from solver.cli import profiles as profiles_cli
+from solver.cli import validate_flags
 from solver.errors import InputError
 from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
@@ -74,6 +76,8 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--output-tokens", type=_positive, default=128)
     e.add_argument("--precision", choices=PRECISIONS, default="bf16")
     e.add_argument("--kv-precision", choices=PRECISIONS)
+    e.add_argument("--power-cap", type=float, metavar="W",
+                   help="board power limit per device (the card's power_curve; default full power)")
     e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
                    help="use the engine's calibrated parameters (hardware/calibration/)")
     e.add_argument("--routing", default=None, metavar="SPEC",
@@ -111,9 +115,10 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                     help="leave the replay out of the decision record: the plan is not replayed request by "
                     "request, and no configuration is derated and re-solved where the replay misses a bound")
     pl.add_argument("--record-seconds", type=_record_seconds, default=15.0, metavar="S",
-                    help="wall-clock budget of the decision record's validity search (default 15, at most "
-                    "3600); a search cut short reports its ends as search limits, so on a loaded machine "
-                    "two runs can differ unless the budget is large enough")
+                    help="wall-clock safety net of the decision record's validity search (default 15, at "
+                    "most 3600). The search itself is bounded by a fixed number of solves and CP-SAT's "
+                    "deterministic time, so its numbers do not depend on machine load; when the safety "
+                    "net fires the record says cut_short and marks the unfinished intervals partial")
     pl.add_argument("--no-timings", action="store_true",
                     help="leave solver.wall_s null so that the same input and seed give "
                     "byte-identical output")
@@ -243,8 +248,9 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     "of the name the result gives)")
     si.add_argument("--rate-scale", type=_bounded(float, 1e-3, 1e3, "a number"), default=1.0,
                     help="arrival rate = planned demand x this (default 1; 0.001..1000)")
-    si.add_argument("--arrival", type=_arrival, default="poisson",
-                    help="poisson (default), gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
+    si.add_argument("--arrival", type=_arrival, default="workload",
+                    help="workload (default: the trace a service's workload names, gamma:arrival_cv where it "
+                    "gives one, else poisson), poisson, gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
                     "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
                     "runs them; vllm bench serve --max-concurrency N by default)")
     si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
@@ -264,6 +270,20 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
                     help="leave wall times null so that the same input and seed give byte-identical output")
 
 
+def add_trace(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan trace`: the summary of a request trace or a length distribution."""
+    t = sub.add_parser("trace", help="summarise a request trace (rate over time, inter-arrival CV, length "
+                       "percentiles) or a length-distribution file")
+    t.add_argument("file", metavar="FILE", help="CSV or JSONL trace (Azure LLM inference format, timestamp / "
+                   "prompt / output columns), a field,tokens,share length file, or a shipped trace's name")
+    t.add_argument("--window", type=_bounded(float, 1e-3, 86_400.0, "seconds"), default=60.0,
+                   help="window of the rate and burstiness, seconds (default 60)")
+    t.add_argument("--format", choices=["table", "json"], default="table")
+    t.add_argument("--plot", metavar="FILE.png",
+                   help="draw rate, CV and lengths (needs matplotlib: pip install 'fleetplan[plot]')")
+    t.add_argument("--out", help="write the summary to this file instead of stdout")
+
+
 def add_check(sub: argparse._SubParsersAction) -> None:
     """`fleetplan check`: validate problem files without solving."""
     ch = sub.add_parser("check", help="validate problem files without solving")
@@ -275,12 +295,15 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
     v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
     v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
                    "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]; or, for "
-                   "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp")
+                   "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp; "
+                   "or a benchmark tool's result file (aiperf profile_export_aiperf.json, vllm bench serve result "
+                   "JSON, guidellm report JSON, MLPerf mlperf_log_summary.txt), detected from its content")
     v.add_argument("--format", choices=["table", "json", "csv"], default="table")
     v.add_argument("--model", choices=["closed-form", "replay"], default="closed-form",
                    help="predictor: the closed-form closed loop (default) or a replay of each row's benchmark "
                    "tool on a simulated engine instance")
     v.add_argument("--out", help="write the result to this file instead of stdout")
+    validate_flags.add(v)
 
 
 def add_catalog(sub: argparse._SubParsersAction) -> None:
@@ -297,13 +320,57 @@ def add_schema(sub: argparse._SubParsersAction) -> None:
     sc.add_argument("--out", help="write every schema to this folder as NAME.schema.json")
 
 
+def _url(text: str) -> str:
+    if len(text) > 2000 or not re.fullmatch(r"https?://[^\s'\"]+", text):
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL of at most 2000 characters, got '{text[:80]}'")
+    return text
+
+
+def _image(text: str) -> str:
+    if len(text) > 500 or not re.fullmatch(r"[\w.:/@-]+", text):
+        raise argparse.ArgumentTypeError(f"expected a container image reference (at most 500 characters), got '{text[:80]}'")
+    return text
+
+
+def add_deploy(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan deploy`: launch configurations and manifests of a plan."""
+    d = sub.add_parser("deploy", help="launch configurations and manifests for every pool of a plan (the result "
+                       "document of fleetplan plan --format json)")
+    d.add_argument("result", metavar="RESULT.json")
+    d.add_argument("--target", required=True, choices=["vllm", "sglang", "trtllm", "dynamo", "llm-d", "kubernetes"],
+                   help="engine launch scripts (vllm, sglang, trtllm), Kubernetes manifests (kubernetes: a "
+                   "Deployment or LeaderWorkerSet per pool), or a disaggregated stack's format (dynamo, llm-d)")
+    d.add_argument("--out", required=True, metavar="DIR", help="folder the files are written to (created)")
+    d.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
+                   help="with --target kubernetes: the engine the pods run (default: the plan's, else vllm)")
+    d.add_argument("--image", type=_image, help="the container image of the manifests (default: the pinned engine version's)")
+    d.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
+                   help="a hardware or model card the plan names that fleetplan does not ship (repeatable)")
+
+
+def add_canary(sub: argparse._SubParsersAction) -> None:
+    """`fleetplan canary`: the benchmark protocol that validates a plan before rollout."""
+    c = sub.add_parser("canary", help="the small-scale benchmark protocol that validates a plan before rollout: "
+                       "per pool, the benchmark command and the latencies it must meet")
+    c.add_argument("result", metavar="RESULT.json")
+    c.add_argument("--tool", choices=["aiperf", "vllm", "guidellm"], default="aiperf",
+                   help="the benchmark tool (default aiperf; vllm: vllm bench serve)")
+    c.add_argument("--duration", type=_bounded(int, 10, 86_400, "a whole number of seconds"), default=300,
+                   help="seconds each benchmark runs (default 300; 10..86400)")
+    c.add_argument("--url", type=_url, default="http://localhost:8000",
+                   help="where the pool's canary instance serves (default http://localhost:8000)")
+    c.add_argument("--card", action="append", default=[], metavar="FILE.yaml",
+                   help="a model card the plan names that fleetplan does not ship (repeatable)")
+    c.add_argument("--out", metavar="FILE", help="write the runbook to FILE instead of stdout")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line: `fleetplan [--version] COMMAND ...`."""
     p = _Parser(prog="fleetplan", description="Plan LLM serving fleets that meet latency SLOs "
                 "at the lowest cost.")
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_check,
-                add_validate, add_catalog, add_schema, profiles_cli.add_parser):
+    for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
+                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
         add(sub)
     return p

@@ -22,6 +22,7 @@ import numpy as np
 
 from solver.candidates.table import CandidateSet
 from solver.decision.bands import error_band
+from solver.decision.choices import choice_runners_up
 from solver.errors import FleetplanError
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
@@ -42,7 +43,8 @@ def pools_summary(doc: PlanResult) -> str:
         for p in s.pools:
             par = f"tp{p.tp} pp{p.pp}" + (f" ep{p.ep} dp{p.dp}" if p.ep > 1 or p.dp > 1 else "")
             par += (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
-            parts.append(f"{s.name} {p.role} {p.instances}x {p.hardware} {par} batch {p.batch}")
+            cap = f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else ""
+            parts.append(f"{s.name} {p.role} {p.instances}x {p.hardware}{cap} {par} batch {p.batch}")
     return "; ".join(parts)
 
 
@@ -129,7 +131,8 @@ def runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: 
     out.append(_alternative("parallelism", "the winner's pool configurations", rp,
                             without(cs, _winner_rows(cs, winner, rp), "the winner's configuration"),
                             opts, winner))
-    return out
+    return out + choice_runners_up(
+        rp, cs, winner, lambda kind, what, c: _alternative(kind, what, rp, c, opts, winner), without)
 
 
 def _supply(rp: ResolvedProblem, j: int) -> float:

@@ -39,8 +39,9 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     `replay`: replay the plan (solver/decision/replayed.py) and, where the replay misses a bound
     the analytic table met, derate that configuration and solve again (bounded); the rest of the
     record is then built on the final plan and its derated candidates. `replayer`: a stand-in
-    for the replay (tests). `record_seconds`: wall-clock budget of the validity search (a search
-    cut short reports its ends as search limits, so on a loaded machine two runs can differ)."""
+    for the replay (tests). `record_seconds`: the validity search's wall-clock safety net (the
+    search is bounded by solves and CP-SAT's deterministic time; when the net fires, the record
+    says `cut_short` and marks the unfinished intervals `partial`)."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
     check = None

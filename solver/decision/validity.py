@@ -1,6 +1,6 @@
-"""How long the plan stays right: the demand, price and (for services that may speculate)
-acceptance-rate intervals over which it stays optimal, found by re-solving, and what to
-re-measure when.
+"""How long the plan stays right: the demand, price and (for services that may speculate, or
+have a prefix cache's hit rate) acceptance-rate and hit-rate intervals over which it stays
+optimal, found by re-solving, and what to re-measure when.
 
 "Stays optimal" means: keeping the plan's configurations (its pools' hardware, parallelism and
 batch; instance counts re-optimised for the new value) costs at most REGRET more than the best
@@ -10,24 +10,32 @@ cheapest mix of configurations changes with almost any change of demand, by cent
 
 Each interval starts at the problem's value and steps outwards by the factors in STEPS (demand
 scale, or one device type's price) until the plan stops being optimal, then bisects between the
-last good and the first bad value to REL_TOL. Each probe solves twice (free, and restricted to
-the winner's configurations) on candidate tables built once and repriced. A budget of solves
-bounds the work; an interval cut short by it reports its end as a search limit.
+last good and the first bad value until they are within REL_TOL of each other (the interval's
+resolution). A probe solves the primary objective twice (free, and restricted to the winner's
+configurations: solver/decision/probe.py) on candidate tables built once and repriced; the plan
+the problem becomes just beyond an end is then planned in full, once per end. An acceptance or
+hit rate changes capacities: its probes build the tables again per value (`_Rebuilding`), under
+a budget of their own (MAX_SOLVES / 4 probes, half the seconds).
+
+The search is deterministic: it is bounded by a number of probes (MAX_SOLVES, two solves each)
+and each solve by CP-SAT's deterministic time (PROBE_WORK) on one worker, never by the clock.
+`seconds` (`plan --record-seconds`) is only a safety net: when it fires, the probe under way is
+discarded, the search stops, the record says `cut_short` and every interval not finished says
+`partial`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Callable
 
-from solver.candidates.build import build_candidates, reprice
+from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
 from solver.decision.dimensions import with_acceptance, with_hit_rate
+from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
-from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
 from solver.schema.prefix import MAX_HIT_RATE
@@ -36,116 +44,118 @@ from solver.schema.result import PlanResult
 STEPS_UP = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
 STEPS_DOWN = (0.9, 0.8, 2.0 / 3.0, 0.5, 1.0 / 3.0, 0.25)
 REL_TOL = 0.02
-REGRET = 0.02
-MAX_SOLVES = 160
-MAX_SECONDS = 15.0  # wall time for all intervals; cut-short ends are reported as search limits
+MAX_SOLVES = 160  # probe solves for all intervals (two per probe)
+MAX_SECONDS = 15.0  # the safety net: wall time for all intervals (plan --record-seconds)
+
+__all__ = ["MAX_SECONDS", "MAX_SOLVES", "PROBE_WORK", "REL_TOL", "remeasure", "validity"]
 
 
-class _Budget:
-    """At most `limit` probes and `seconds` of wall time (the record must not dwarf the plan)."""
-
-    def __init__(self, limit: int, seconds: float):
-        self.left = limit
-        self.used = 0
-        self.deadline = time.perf_counter() + seconds
-
-    def take(self) -> bool:
-        if self.left <= 0 or time.perf_counter() > self.deadline:
-            return False
-        self.left -= 1
-        self.used += 1
-        return True
-
-
-Probe = Callable[[float], tuple[bool, PlanResult]]
-
-
-def _edge(holds: Probe, steps, budget: _Budget):
-    """(furthest factor where the plan holds, the best plan just beyond it or None, search limit?)"""
-    good, beyond, bad = 1.0, None, None
+def _edge(ask, steps) -> tuple[float, float | None, bool]:
+    """(furthest factor where the plan holds, the nearest factor found where it does not or
+    None, the end is a search limit). `ask(f)`: True/False, None when the budget is spent."""
+    good, bad = 1.0, None
     for f in steps:
-        if not budget.take():
+        ok = ask(f)
+        if ok is None:
             return good, None, True
-        ok, best = holds(f)
         if ok:
             good = f
             continue
-        beyond, bad = best, f
+        bad = f
         break
-    if beyond is None:
+    if bad is None:
         return good, None, True
     lo, hi = good, bad
-    while abs(hi - lo) > REL_TOL * min(lo, hi) and budget.take():
+    while abs(hi - lo) > REL_TOL * min(lo, hi):
         mid = (lo * hi) ** 0.5
-        ok, best = holds(mid)
+        ok = ask(mid)
+        if ok is None:
+            break
         if ok:
             lo = mid
         else:
-            hi, beyond = mid, best
-    return lo, beyond, False
+            hi = mid
+    return lo, hi, False
 
 
-def _interval(quantity, unit, current, holds: Probe, budget) -> Interval:
-    up, above, up_limit = _edge(holds, STEPS_UP, budget)
-    down, below, down_limit = _edge(holds, STEPS_DOWN, budget)
+def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> Interval:
+    """One interval: step out and bisect on each side, then plan the structure beyond each end."""
+    used = pr.budget.used
+    up, above, up_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_UP)
+    down, below, down_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_DOWN)
+    probes = pr.budget.used - used
+    above_doc = pr.best_plan(variant(above)) if above is not None else None
+    below_doc = pr.best_plan(variant(below)) if below is not None else None
     return Interval(
         quantity=quantity, unit=unit, current=current,
         low=round(current * down, 6), high=round(current * up, 6),
         low_is_search_limit=down_limit, high_is_search_limit=up_limit,
-        below=pools_summary(below) if below is not None else None,
-        above=pools_summary(above) if above is not None else None,
+        below=pools_summary(below_doc) if below_doc is not None else None,
+        above=pools_summary(above_doc) if above_doc is not None else None,
+        probes=probes, partial=pr.budget.cut,
     )
 
 
-def _still_optimal(objective: str, kept: PlanResult, best: PlanResult) -> bool:
-    if kept.status == "infeasible" or best.status == "infeasible":
-        return kept.status == best.status == "infeasible"
-    if objective == "max_throughput":
-        return (kept.throughput_scale or 0.0) >= (best.throughput_scale or 0.0) * (1.0 - REGRET)
-    return kept.cost_per_hour <= best.cost_per_hour * (1.0 + REGRET) + 1e-9
+class _Rebuilding(Prober):
+    """Probes of an input that changes capacities (an acceptance or a hit rate): the candidate
+    tables are built again for each probed value, the kept ones restricted to the winner's
+    configurations; a value probed twice (clamped to its cap) is answered once."""
 
+    def __init__(self, rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions, budget: SearchBudget):
+        super().__init__(rp, None, None, opts, budget)  # type: ignore[arg-type]
+        self.winner = winner
+        self._built: tuple[ResolvedProblem, CandidateSet, CandidateSet] | None = None
+        self._seen: dict[int, tuple[ResolvedProblem, bool]] = {}  # by identity; holds the variant
 
-def _acceptance_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts: SolveOptions,
-                         budget: _Budget) -> Interval:
-    """Service si's acceptance rate (at most 1)."""
-    svc = rp.problem.services[si]
-    return _rebuilt_interval(rp, f"acceptance rate of '{svc.name}' ({svc.speculative.method})", "acceptance",
-                             svc.speculative.acceptance_rate, 1.0, lambda x: with_acceptance(rp, si, x),
-                             winner, opts, budget)
-
-
-def _hit_rate_interval(rp: ResolvedProblem, si: int, winner: PlanResult, opts: SolveOptions,
-                       budget: _Budget) -> Interval:
-    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE)."""
-    svc = rp.problem.services[si]
-    return _rebuilt_interval(rp, f"prefix hit rate of '{svc.name}'", "hit rate",
-                             svc.workload.prefix_cache.hit_rate, MAX_HIT_RATE,
-                             lambda x: with_hit_rate(rp, si, x), winner, opts, budget)
-
-
-def _rebuilt_interval(rp: ResolvedProblem, quantity: str, unit: str, current: float, cap: float,
-                      variant_at: Callable[[float], ResolvedProblem], winner: PlanResult,
-                      opts: SolveOptions, budget: _Budget) -> Interval:
-    """An input that changes capacities: the candidate tables are built again at each probed
-    value; probes above `cap` are clamped to it (and solved once)."""
-    a = current
-    seen: dict[float, tuple[bool, PlanResult]] = {}
-
-    def holds(f: float) -> tuple[bool, PlanResult]:
-        x = round(min(a * f, cap), 6)
-        if x not in seen:
-            variant = variant_at(x)
+    def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
+        if self._built is None or self._built[0] is not variant:
             full = build_candidates(variant)
-            best = plan(variant, opts, timings=False, candidates=full, compare=False)
-            mine = plan(variant, opts, timings=False, candidates=only_configurations(full, winner, variant),
-                        compare=False)
-            seen[x] = (_still_optimal(rp.problem.objective, mine, best), best)
-        return seen[x]
+            self._built = (variant, full, only_configurations(full, self.winner, variant))
+        return self._built[1], self._built[2]
 
-    i = _interval(quantity, unit, a, holds, budget)
+    def holds(self, variant: ResolvedProblem) -> bool | None:
+        if id(variant) not in self._seen:
+            ok = super().holds(variant)
+            if ok is None:
+                return None
+            self._seen[id(variant)] = (variant, ok)
+        return self._seen[id(variant)][1]
+
+
+def _values(current: float, cap: float, at: Callable[[float], ResolvedProblem]):
+    """The variant at factor f of `current`, clamped to `cap`: one problem object per value
+    (a value probed twice is the same object, which _Rebuilding answers once)."""
+    made: dict[float, ResolvedProblem] = {}
+
+    def variant(f: float) -> ResolvedProblem:
+        x = round(min(current * f, cap), 6)
+        if x not in made:
+            made[x] = at(x)
+        return made[x]
+
+    return variant
+
+
+def _rebuilt_interval(quantity: str, unit: str, current: float, cap: float, pr: _Rebuilding,
+                      at: Callable[[float], ResolvedProblem]) -> Interval:
+    i = _interval(quantity, unit, current, pr, _values(current, cap, at))
     if i.high >= cap:
         i = i.model_copy(update={"high": cap, "high_is_search_limit": True})
     return i
+
+
+def _acceptance_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+    """Service si's acceptance rate (at most 1)."""
+    s = rp.problem.services[si]
+    return _rebuilt_interval(f"acceptance rate of '{s.name}' ({s.speculative.method})", "acceptance",
+                             s.speculative.acceptance_rate, 1.0, pr, lambda x: with_acceptance(rp, si, x))
+
+
+def _hit_rate_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE)."""
+    s = rp.problem.services[si]
+    return _rebuilt_interval(f"prefix hit rate of '{s.name}'", "hit rate", s.workload.prefix_cache.hit_rate,
+                             MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
 
 
 def remeasure(doc: PlanResult) -> list[Remeasure]:
@@ -187,34 +197,26 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
              max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS) -> Validity:
     if winner.status == "infeasible":
         return Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
-    kept_cs = only_configurations(cs, winner, rp)
-    budget = _Budget(max_solves // 2, seconds)  # each probe solves twice
-    objective = rp.problem.objective
-
-    def probe(variant: ResolvedProblem) -> tuple[bool, PlanResult]:
-        full = cs if variant.prices == rp.prices else reprice(cs, variant.prices)
-        kept = kept_cs if variant.prices == rp.prices else reprice(kept_cs, variant.prices)
-        best = plan(variant, opts, timings=False, candidates=full, compare=False)
-        mine = plan(variant, opts, timings=False, candidates=kept, compare=False)
-        return _still_optimal(objective, mine, best), best
-
+    budget = SearchBudget(max_solves // 2, seconds)  # each probe solves twice
+    pr = Prober(rp, cs, only_configurations(cs, winner, rp), opts, budget)
     demand = None
-    if objective == "min_cost":
-        demand = _interval("demand (multiple of every service's qps)", "x", 1.0,
-                           lambda f: probe(derive(rp, demand_scale=f)), budget)
+    if rp.problem.objective == "min_cost":
+        demand = _interval("demand (multiple of every service's qps)", "x", 1.0, pr,
+                           lambda f: derive(rp, demand_scale=f))
     prices = []
-    for j, name in enumerate(rp.hardware_names):
-        current = rp.prices[j]
-        prices.append(_interval(
-            f"price of {name}", "USD/device-hour", current,
-            lambda f, name=name, current=current: probe(derive(rp, prices={name: current * f})),
-            budget))
-    # acceptance rates: a budget of their own (each probe rebuilds the candidate tables)
-    specs = [si for si, s in enumerate(rp.problem.services) if s.speculative is not None]
-    own = _Budget(max_solves // 4, seconds / 2)
-    acceptance = [_acceptance_interval(rp, si, winner, opts, own) for si in specs] or None
-    hits = [si for si, s in enumerate(rp.problem.services)
-            if s.workload.prefix_cache is not None and s.workload.prefix_cache.hit_rate]
-    hit_rates = [_hit_rate_interval(rp, si, winner, opts, own) for si in hits] or None
+    for name, current in zip(rp.hardware_names, rp.prices):
+        if current <= 0:  # an owned type without rent (`cost:`): no rental price to vary
+            continue
+        prices.append(_interval(f"price of {name}", "USD/device-hour", current, pr,
+                                lambda f, name=name, current=current: derive(rp, prices={name: current * f})))
+    # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables)
+    own = SearchBudget(max_solves // 4, seconds / 2)
+    rebuilt = _Rebuilding(rp, winner, opts, own)
+    services = rp.problem.services
+    acceptance = [_acceptance_interval(rp, si, rebuilt) for si, s in enumerate(services)
+                  if s.speculative is not None] or None
+    hit_rates = [_hit_rate_interval(rp, si, rebuilt) for si, s in enumerate(services)
+                 if s.workload.prefix_cache is not None and s.workload.prefix_cache.hit_rate] or None
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
-                    solves=2 * (budget.used + own.used), acceptance=acceptance, hit_rates=hit_rates)
+                    solves=2 * (budget.used + own.used) + pr.plans + rebuilt.plans,
+                    cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates)

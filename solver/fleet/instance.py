@@ -150,11 +150,13 @@ def _placements(rp: ResolvedProblem, cs: CandidateSet) -> tuple[np.ndarray, np.n
 
 
 def _column_costs(rp: ResolvedProblem, cs: CandidateSet, row: np.ndarray, site: np.ndarray) -> np.ndarray:
-    """Cost per instance of every column (1e-4 USD/h): with sites, at the site's price."""
+    """Cost per instance of every column (1e-4 USD/h): with sites, at the site's price (and its
+    running costs for owned types, at the row's power cap)."""
     t = cs.table
     if not rp.site_names:
         return ints.cost(t.cost_per_hour)
-    unit = np.array([t.devices[r] * rp.price_at(int(k), int(t.hw[r])) for r, k in zip(row, site)])
+    unit = np.array([t.devices[r] * rp.device_cost(int(k), int(t.hw[r]), float(t.power_cap_w[r]))
+                     for r, k in zip(row, site)])
     return ints.cost(unit) if len(row) else np.zeros(0, dtype=np.int64)
 
 

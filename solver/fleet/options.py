@@ -14,6 +14,12 @@ class SolveOptions:
     seed: int = 0
     workers: int = 1
     tiebreak_work: float = 5.0  # CP-SAT deterministic time per tie-break stage (~seconds)
+    # CP-SAT deterministic time for the primary stage and the standalone sub-solves (None: the
+    # time limit alone): a what-if probe that must not depend on machine load sets it
+    primary_work: float | None = None
+    # CP-SAT's max_presolve_iterations (None: its default). On the small what-if models the
+    # second presolve round costs most of the solve and finds nothing the search needs
+    presolve_iterations: int | None = None
     max_stages: int | None = None  # run only the first stages (None: all)
     solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
     export_model: Path | None = None  # write the primary stage's model here (plan --export-model)

@@ -121,7 +121,8 @@ def _solve_stage(fm: FleetModel, stage: ObjectiveStage, primary: bool, opts: Sol
     if primary and opts.export_model is not None:
         export_model(fm.m, opts.export_model)
     left = opts.time_limit_s - (time.perf_counter() - t0)
-    solver = make_solver(opts, left, None if primary else opts.tiebreak_work, sites=fm.inst.n_sites > 1)
+    work = opts.primary_work if primary else opts.tiebreak_work
+    solver = make_solver(opts, left, work, sites=fm.inst.n_sites > 1)
     status = solver.solve(fm.m)
     check_status(status, fm.m)
     return solver, status
@@ -135,6 +136,49 @@ def _warm_start_and_freeze(fm: FleetModel, stage: ObjectiveStage, hint_vars: lis
     for v, x in zip(hint_vars, values):
         fm.m.add_hint(v, x)
     fm.m.add(stage.expr >= value if stage.maximize else stage.expr <= value)
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The primary stage's outcome alone: found (a solution), proven (optimal, or infeasible
+    when nothing was found), and its value in the stage's integer units (min_cost: 1e-4 USD/h,
+    each instance's cost rounded up as the model counts it; max_throughput: 1/1000 of the
+    demand mix); None when nothing was found."""
+
+    found: bool
+    proven: bool
+    value: int | None
+
+
+def solve_primary(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> Primary:
+    """The primary objective's optimum only: the model, the standalone bounds and the first
+    stage of `solve`, without the tie-breaks, the explanation of an infeasible fleet or the
+    solution itself (what a what-if probe that compares optima needs)."""
+    t0 = time.perf_counter()
+    fm = build_model(inst)
+    _use_standalone(fm, opts)
+    solver, status = _solve_stage(fm, stages(fm)[0], True, opts, t0)
+    if not found(status):
+        return Primary(found=False, proven=status == cp_model.INFEASIBLE, value=None)
+    return Primary(found=True, proven=status == cp_model.OPTIMAL, value=int(round(solver.objective_value)))
+
+
+def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions()) -> bool | None:
+    """Whether some plan's primary objective is at least as good as `target` (in its integer
+    units: a cost at most it, a scale at least it): the decision version of `solve_primary`,
+    which stops at the first such plan. None: undecided within the limits."""
+    t0 = time.perf_counter()
+    fm = build_model(inst)
+    _use_standalone(fm, opts)
+    stage = stages(fm)[0]
+    fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
+    left = opts.time_limit_s - (time.perf_counter() - t0)
+    solver = make_solver(opts, left, opts.primary_work, sites=inst.n_sites > 1)
+    status = solver.solve(fm.m)
+    check_status(status, fm.m)
+    if found(status):
+        return True
+    return False if status == cp_model.INFEASIBLE else None
 
 
 def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:

@@ -58,7 +58,7 @@ def standalone(inst: FleetInstance, opts: SolveOptions, limit: float) -> Standal
             fm.m.maximize(fm.v.scale)
         else:
             fm.m.minimize(cost_expr(fm))
-        sv = make_solver(opts, limit, sites=inst.n_sites > 1)
+        sv = make_solver(opts, limit, opts.primary_work, sites=inst.n_sites > 1)
         status = sv.solve(fm.m)
         check_status(status, fm.m)
         if status == cp_model.INFEASIBLE:

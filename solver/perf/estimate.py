@@ -13,10 +13,12 @@ from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.operators.tables import measured_tables
+from solver.perf.power import capped_card, capped_profiles
 from solver.perf.speculative import Speculation
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
+from solver.profiles import ProfileSet
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
@@ -79,6 +81,7 @@ def estimate(
     routing: Routing | None = None,
     speculative: Speculative | None = None,
     prefix_hit_rate: float | None = None,
+    power_cap_w: float | None = None,
 ) -> EstimateResult:
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
@@ -88,7 +91,7 @@ def estimate(
         arch = ModelArch.from_card(model).with_routing(routing)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
-    hw = HardwareTable.from_cards([hardware], engine=engine, profiles=measured_tables([hardware], engine_name))
+    hw = _hardware_table(hardware, engine, engine_name, power_cap_w)
     sp = _speculation(model, speculative, stage, concurrency)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
                      wprec=precision_code(precision), kvprec=precision_code(kv_precision), cp=cp,
@@ -111,6 +114,7 @@ def estimate(
         routing=arch.expert_routing.description if arch.moe_layers else None,
         speculative=speculative.label if sp is not None and speculative is not None else None,
         prefix_hit_rate=prefix_hit_rate,
+        power_cap_w=power_cap_w,
     )
     if concurrency is not None:
         return _closed_loop_doc(arch, hw, plans, wl, concurrency, engine, common, notes, hardware)
@@ -155,6 +159,22 @@ def _speculation(model: ModelCard, speculative: Speculative | None, stage, concu
         raise InputError(f"--speculative: {draft.name} has a vocabulary of {draft.vocab_size} tokens, "
                          f"{model.name} of {model.vocab_size}; a draft model must share the tokenizer")
     return Speculation.of(speculative, ModelArch.from_card(draft))
+
+
+def _hardware_table(card: HardwareCard, engine: EngineParams, engine_name: str | None,
+                    power_cap_w: float | None) -> HardwareTable:
+    """The card's table, under a power limit when one is given (its power_curve)."""
+    tables = measured_tables([card], engine_name)
+    if power_cap_w is None:
+        return HardwareTable.from_cards([card], engine=engine, profiles=tables)
+    if not 0 < power_cap_w <= 1e5:
+        raise InputError(f"--power-cap: {power_cap_w:g} W is not a power limit (0 < W <= 100000)")
+    try:
+        capped = capped_card(card, power_cap_w)
+        profiles = ProfileSet((capped_profiles(tables.members[0], card, power_cap_w),))
+    except ValueError as exc:
+        raise InputError(f"--power-cap: {exc}") from None
+    return HardwareTable.from_cards([capped], engine=engine, profiles=profiles)
 
 
 def _check_counts(stage, batch, concurrency, input_tokens: int, output_tokens: int) -> int | None:

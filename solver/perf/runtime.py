@@ -29,13 +29,13 @@ import numpy as np
 from solver.perf import prefix, speculative
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
-from solver.perf.slots import budget_decoders, slot_wait
+from solver.perf.slots import budget_decoders, queue_wait, slot_wait
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
 from solver.perf.workload import Slo, Workload, slot_fill
 from solver.schema.engine import EngineParams
 
-__all__ = ["Slo", "Workload", "slot_fill"]  # re-exported: callers use rt.Workload, rt.Slo
+__all__ = ["Slo", "Workload", "queue_wait", "slot_fill"]  # re-exported: callers use rt.Workload, rt.Slo
 
 Z99 = 2.3263478740408408  # standard normal 99th percentile
 
@@ -73,13 +73,6 @@ def _within(value, bound: float | None, margin: float) -> np.ndarray:
     if bound is None:
         return np.ones(np.shape(value), dtype=bool)
     return np.nan_to_num(value, nan=np.inf) * (1.0 + margin) <= bound
-
-
-def queue_wait(rho, service_s, q: float) -> np.ndarray:
-    """q-quantile of the M/D/1 wait, exponential-tail approximation (seconds)."""
-    rho = np.clip(rho, 0.0, 1.0 - 1e-9)
-    tail = service_s / (2.0 * (1.0 - rho)) * np.log(np.maximum(rho / (1.0 - q), 1.0))
-    return np.where(rho > 1.0 - q, tail, 0.0)
 
 
 def _micro_batches(plans: Plans, seqs) -> np.ndarray:
@@ -232,7 +225,7 @@ def prefill_role(
     def ttft(rho, q):
         base = latency if q == 0.5 else latency99
         kv = t_kv if q == 0.5 else t_kv99
-        return queue_wait(rho, per_request, q) + base + kv + overhead
+        return queue_wait(rho, per_request, q, wl.arrival_cv2) + base + kv + overhead
 
     def meets_slo(rho):
         return _within(ttft(rho, 0.5) * 1e3, slo.ttft_p50_ms, slo.safety_margin) & _within(
@@ -333,13 +326,15 @@ class _Lane:
     lat_s: np.ndarray
     lat99_s: np.ndarray
     stable: np.ndarray
+    ca2: float = 1.0  # squared CV of inter-arrival times (both waits scale with it: queue_wait)
 
     def at(self, fill, slo: Slo, engine: EngineParams):
         lam = fill * self.slots / self.hold_s
         rho = np.minimum(lam * self.service_s, 1.0)
-        ttft50 = (queue_wait(rho, self.service_s, 0.5) + slot_wait(fill, self.slots, self.hold_s, 0.5)
+        k = self.ca2
+        ttft50 = (queue_wait(rho, self.service_s, 0.5, k) + slot_wait(fill, self.slots, self.hold_s, 0.5, k)
                   + self.extra_s + self.lat_s)
-        ttft99 = (queue_wait(rho, self.service99_s, 0.99) + slot_wait(fill, self.slots, self.hold_s, 0.99)
+        ttft99 = (queue_wait(rho, self.service99_s, 0.99, k) + slot_wait(fill, self.slots, self.hold_s, 0.99, k)
                   + self.extra_s + self.lat99_s)
         ok = (self.stable & (rho < engine.max_utilization)
               & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
@@ -377,7 +372,7 @@ def colocated_role(
     lat = prompt_latency(arch, hw, plans, n, wl.decode_context, c, s, engine)
     lat99 = prompt_latency(arch, hw, plans, n, wl.decode_context, c, wl.input_p99, engine)
     lane = _Lane(n, o * tau, tau / 2.0 + engine.request_overhead_ms * 1e-3, service,
-                 wl.input_p99 * tau_m / c, lat, lat99, stable)
+                 wl.input_p99 * tau_m / c, lat, lat99, stable, wl.arrival_cv2)
     fill = _solve_rho(lambda x: lane.at(x, slo, engine)[-1], len(plans), slot_fill(slo, engine))
     lam, rho, ttft50, ttft99, ok = lane.at(np.maximum(fill, 1e-6), slo, engine)
     ok &= (fill > 0) & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(

@@ -1,5 +1,6 @@
-"""Decode slots under Poisson arrivals: how many decoders an instance runs and how long a request
-waits for one (used by solver/perf/runtime.py `colocated_role` and `decode_role`).
+"""The queueing waits of solver/perf/runtime.py: the prefill lane's (`queue_wait`, G/D/1), and
+decode slots: how many decoders an instance runs and how long a request waits for one (used by
+`colocated_role` and `decode_role`).
 
 An instance holds at most `batch` decoding sequences (vLLM `max_num_seqs`, SGLang
 `max_running_requests`, TensorRT-LLM `max_batch_size`). A request keeps its slot for its whole
@@ -47,13 +48,31 @@ def erlang_c(rho, slots) -> np.ndarray:
     return 1.0 / (1.0 + _SQRT_2PI * beta * _norm_cdf(beta) * np.exp(beta * beta / 2.0))
 
 
-def slot_wait(rho, slots, service_s, q: float) -> np.ndarray:
+def queue_wait(rho, service_s, q: float, ca2: float = 1.0) -> np.ndarray:
+    """q-quantile of the G/D/1 wait, exponential-tail approximation (seconds).
+
+    P(W > t) = rho exp(-t / m), m = (ca^2 + cs^2) / 2 x S / (1 - rho) the mean wait of those who
+    wait: Kingman's heavy-traffic G/G/1 approximation (J. F. C. Kingman, "The single server queue
+    in heavy traffic", Proc. Cambridge Phil. Soc. 57, 1961; W. Whitt, "Approximations for the
+    GI/G/m queue", Production and Operations Management 2(2), 1993), with cs = 0 for the
+    deterministic service. Poisson arrivals (ca^2 = 1) give the M/D/1 form S / (2 (1 - rho)),
+    whose mean is the exact M/D/1 mean; burstier arrivals (a trace's `arrival_cv`) wait ca^2
+    times longer at the same occupancy."""
+    rho = np.clip(rho, 0.0, 1.0 - 1e-9)
+    tail = ca2 * service_s / (2.0 * (1.0 - rho)) * np.log(np.maximum(rho / (1.0 - q), 1.0))
+    return np.where(rho > 1.0 - q, tail, 0.0)
+
+
+def slot_wait(rho, slots, service_s, q: float, ca2: float = 1.0) -> np.ndarray:
     """q-quantile of the wait for a free slot (seconds): M/D/c, c = `slots`, occupancy `rho`,
-    each request holding its slot `service_s`."""
+    each request holding its slot `service_s`; arrivals of squared CV `ca2` make it G/D/c, whose
+    conditional wait is ca2 times the M/D/c one (Whitt 1993's (ca^2 + cs^2) / 2 factor on the
+    M/M/c wait with cs = 0, as runtime.py `queue_wait`; the probability of waiting is kept)."""
     rho = np.clip(np.asarray(rho, dtype=float), 0.0, 1.0 - 1e-9)
     c = np.maximum(np.asarray(slots, dtype=float), 1.0)
     busy = erlang_c(rho, c)
-    tail = np.asarray(service_s, dtype=float) / (2.0 * c * (1.0 - rho)) * np.log(np.maximum(busy / (1.0 - q), 1.0))
+    hold = ca2 * np.asarray(service_s, dtype=float)
+    tail = hold / (2.0 * c * (1.0 - rho)) * np.log(np.maximum(busy / (1.0 - q), 1.0))
     return np.where(busy > 1.0 - q, tail, 0.0)
 
 

@@ -13,7 +13,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Workload:
-    """Token lengths of one service (means and tails, tokens)."""
+    """Token lengths of one service (means and tails, tokens) and the burstiness of its arrivals:
+    `arrival_cv`, the coefficient of variation of inter-arrival times (1: Poisson), which scales
+    the queueing waits by its square (runtime.py `queue_wait`)."""
 
     input_tokens: float
     output_tokens: float
@@ -22,6 +24,11 @@ class Workload:
     speculation: Speculation | None = None  # decode plans with `spec` on speculate (speculative.py)
     prefix_hit_rate: float = 0.0  # share of prompt tokens served from the prefix cache (prefix.py)
     shared_prefix_tokens: float = 0.0  # tokens every prompt shares, KV once per instance (prefix.py)
+    arrival_cv: float = 1.0
+
+    @property
+    def arrival_cv2(self) -> float:
+        return self.arrival_cv * self.arrival_cv
 
     @property
     def input_p99(self) -> float:

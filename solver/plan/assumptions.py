@@ -93,6 +93,7 @@ def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None)
                 output_tokens_p99=s.workload.output_tokens.p99_tokens,
                 slo=slo_bounds(s),
                 routing=rp.archs[i].expert_routing.description if rp.archs[i].moe_layers else None,
+                arrival_cv=s.workload.arrival_cv or 1.0, data=s.workload.trace or s.workload.lengths,
             )
             for i, s in enumerate(rp.problem.services)
         ],

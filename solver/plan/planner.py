@@ -16,6 +16,7 @@ from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
 from solver.plan.assumptions import assumptions, families_considered, families_drawn
 from solver.plan.homogeneous import homogeneous
+from solver.plan.pools import cost_components
 from solver.plan.services import service_result, sites_summary
 from solver.plan.transition import transition_report
 from solver.problem.load import ResolvedProblem, load_problem
@@ -91,6 +92,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
         assumptions=assumptions(rp, families_drawn(rp, services)),
         sites=sites_summary(rp, services),
         heterogeneity=hetero,
+        cost_components=cost_components(services),
     )
     if rp.problem.transition is not None:
         doc = doc.model_copy(update={"transition": transition_report(rp, rp.problem.transition, doc)})

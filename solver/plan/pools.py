@@ -11,6 +11,9 @@ from solver.fleet import routes
 from solver.fleet.instance import FleetInstance
 from solver.fleet.solve import FleetSolution
 from solver.problem.load import ResolvedProblem
+from solver.problem.tco import COMPONENTS
+from solver.schema.cards import PRECISIONS
+from solver.schema.pool import CostComponents
 from solver.schema.result import KvRoute, Pool, Predicted
 from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 
@@ -27,7 +30,30 @@ def unit_cost(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, c: int
     r = int(inst.row[c])
     if not rp.site_names:
         return float(cs.table.cost_per_hour[r])
-    return int(cs.table.devices[r]) * rp.price_at(int(inst.site[c]), int(cs.table.hw[r]))
+    t = cs.table
+    return int(t.devices[r]) * rp.device_cost(int(inst.site[c]), int(t.hw[r]), float(t.power_cap_w[r]))
+
+
+def _precision(code, default: str) -> str:
+    return PRECISIONS[int(code)] if int(code) >= 0 else default
+
+
+def _choices(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, c: int, n: int) -> dict:
+    """The pool's fields for the choices the problem offers: its power cap (types with
+    power_caps_w), its KV precision (services with kv_precision or a list of precisions) and
+    its cost by component
+    (problems with `cost:` entries)."""
+    t, r = cs.table, int(inst.row[c])
+    hw, svc = int(t.hw[r]), rp.problem.services[int(t.service[r])]
+    out: dict = {}
+    if rp.problem.hardware[hw].power_caps_w is not None:
+        out["power_cap_w"] = float(t.power_cap_w[r])
+    if svc.kv_precisions is not None or len(svc.precisions) > 1:
+        out["kv_precision"] = _precision(t.kvprec[r], (svc.kv_precisions or svc.precisions)[0])
+    if any(x is not None for x in rp.entry_costs):
+        parts = rp.cost_parts(int(inst.site[c]), hw, float(t.power_cap_w[r])).scaled(n * int(t.devices[r]))
+        out["cost_components"] = CostComponents(**{k: round(getattr(parts, k), 6) for k in COMPONENTS})
+    return out
 
 
 def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: FleetSolution, si: int,
@@ -55,7 +81,7 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
                 memory_gib_per_device=round(float(t.memory_gib[r]), 3),
                 ttft_p99_ms=rounded(t.ttft_p99_ms[r]), tpot_p99_ms=rounded(t.tpot_p99_ms[r]),
             ),
-            precision=svc.precision,
+            precision=_precision(t.wprec[r], svc.precisions[0]),
             chunk_tokens=int(t.chunk[r]) if role == COLOCATED else None,
             power_kw=round(n * float(t.power_w[r]) / 1000, 6),
             capacity_qps_per_instance=round(per_inst, 6),
@@ -65,6 +91,7 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
             kv_transfer_ms=rounded(t.kv_ms[r]) if kv else None,
             cp=int(t.cp[r]) if t.cp[r] > 1 else None,
             speculative=svc.speculative.method if t.spec[r] and svc.speculative else None,
+            **_choices(rp, cs, inst, int(c), n),
         ))
     order = {"colocated": 0, "prefill": 1, "decode": 2}
     pools.sort(key=lambda p: (order[p.role], rp.site_of(p.site), p.hardware, p.tp, p.pp, p.ep,
@@ -123,3 +150,12 @@ def site_capacity(inst: FleetInstance, sol: FleetSolution, cs: CandidateSet, si:
     col = float(sum(qps[c] * sol.counts[c] for c in np.flatnonzero(used & (inst.role == COLOCATED))))
     groups, decode = route_groups(inst, sol, si, k, qps)
     return col + routes.max_flow(groups, decode)
+
+
+def cost_components(services) -> CostComponents | None:
+    """The plan's hourly cost by component: the sum of its pools' (None when no pool has any)."""
+    pools = [p for s in services for p in s.pools if p.cost_components is not None]
+    if not pools:
+        return None
+    return CostComponents(**{k: round(sum(getattr(p.cost_components, k) for p in pools), 6)
+                             for k in COMPONENTS})

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solver.candidates.variants import capped_table
 from solver.perf.arch import ModelArch
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.problem.load import ResolvedProblem
@@ -42,10 +43,14 @@ class PoolSpec:
 
 
 def pool_spec(rp: ResolvedProblem, si: int, pool: PoolDoc, hw: HardwareTable) -> PoolSpec:
+    """The pool at its precisions and, under a power cap below full power, on its capped card."""
     s = rp.problem.services[si]
-    plans = Plans.of(hw=rp.hw_index(pool.hardware), tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
-                     batch=pool.batch, wprec=precision_code(s.precision),
-                     kvprec=precision_code(s.kv_precision or s.precision),
+    j = rp.hw_index(pool.hardware)
+    if pool.power_cap_w is not None and pool.power_cap_w < rp.hardware[j].power_w:
+        hw, j = capped_table(rp, j, pool.power_cap_w), 0
+    kv = pool.kv_precision or (s.kv_precisions[0] if s.kv_precisions else pool.precision)
+    plans = Plans.of(hw=j, tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
+                     batch=pool.batch, wprec=precision_code(pool.precision), kvprec=precision_code(kv),
                      cp=pool.cp or 1, spec=int(pool.speculative is not None))
     return PoolSpec(rp, si, pool, rp.archs[si], hw, plans, pool.chunk_tokens)
 

@@ -11,7 +11,11 @@ max_throughput plan) x `--rate-scale`.
   Azure LLM inference trace format loads as it is), time compressed by the rate scale; a trace
   is one service's requests, so it needs a plan of one service;
 - `closed:N` (or `closed:N:vllm|aiperf|sglang`): N clients per service sending back to back as
-  that benchmark tool runs them (`vllm bench serve --max-concurrency N` by default).
+  that benchmark tool runs them (`vllm bench serve --max-concurrency N` by default);
+- `workload` (the command's default): each service's own arrivals (`workload_arrival`): the
+  trace its workload names (`workload: {trace: FILE}`), time compressed so that its mean rate
+  ((requests - 1) / span, solver/problem/workload_data.py) is the plan's demand x the rate
+  scale; else `gamma:CV` for a workload's `arrival_cv`; else `poisson`.
 
 `--requests` per service; without it the sources' defaults: 2,000 for open loops, 10 per client
 for closed loops, the whole trace. Service k of the plan draws with seed + k.
@@ -42,7 +46,7 @@ ROUTERS = ("round_robin", "least_queue", "least_kv")
 def parse_arrival(text: str) -> str:
     """Check an `--arrival` spec before anything is planned; ValueError with the reason."""
     kind, _, arg = text.partition(":")
-    if kind == "poisson" and not arg:
+    if kind in ("poisson", "workload") and not arg:
         return text
     if kind == "gamma":
         try:
@@ -61,7 +65,8 @@ def parse_arrival(text: str) -> str:
         if tool and tool not in TOOLS:
             raise ValueError(f"closed:N:TOOL: TOOL is one of {', '.join(TOOLS)}, got '{tool}'")
         return text
-    raise ValueError(f"'{text}': one of poisson, gamma:CV, trace:FILE, closed:N, closed:N:{'|'.join(TOOLS)}")
+    raise ValueError(f"'{text}': one of poisson, gamma:CV, trace:FILE, closed:N, closed:N:{'|'.join(TOOLS)} "
+                     "or workload")
 
 
 def expected_requests(arrival: str, requests: int | None) -> int:
@@ -69,9 +74,37 @@ def expected_requests(arrival: str, requests: int | None) -> int:
     if requests is not None:
         return requests
     kind, _, arg = arrival.partition(":")
+    if kind == "workload":
+        return 0
     if kind == "closed":
         return min(CLOSED_PER_CLIENT * int(arg.partition(":")[0]), MAX_REQUESTS)
     return 0 if kind == "trace" else DEFAULT_REQUESTS
+
+
+def total_requests(rp: ResolvedProblem, names: list[str], arrival: str, requests: int | None) -> int:
+    """Requests the named services will send together (0: unknown until a trace is read)."""
+    index = [s.name for s in rp.problem.services]
+    counts = [expected_requests(workload_arrival(rp, index.index(n), arrival), requests) if n in index else 0
+              for n in names]
+    return 0 if 0 in counts else sum(counts)
+
+
+def workload_arrival(rp: ResolvedProblem, si: int, arrival: str = "workload") -> str:
+    """The arrival spec service si replays under `arrival` (`workload`: its own, see above)."""
+    if arrival != "workload":
+        return arrival
+    wl = rp.problem.services[si].workload
+    if wl.trace is not None:
+        return f"trace:{wl.trace}"
+    if wl.arrival_cv is not None and wl.arrival_cv != 1.0:
+        return f"gamma:{wl.arrival_cv!r}"
+    return "poisson"
+
+
+def arrival_label(rp: ResolvedProblem, services: list[int], arrival: str) -> str:
+    """What the simulation document records: the one spec every service replays, else `workload`."""
+    specs = {workload_arrival(rp, si, arrival) for si in services}
+    return specs.pop() if len(specs) == 1 else arrival
 
 
 def service_source(rp: ResolvedProblem, si: int, qps: float, arrival: str, requests: int | None, seed: int,
@@ -82,6 +115,16 @@ def service_source(rp: ResolvedProblem, si: int, qps: float, arrival: str, reque
     from solver.replay.sources import workload_source
 
     wl = rp.problem.services[si].workload
+    if arrival == "workload" and wl.trace is not None:  # the workload's trace, at the planned rate
+        from pathlib import Path
+
+        from solver.problem.workload_data import DEFAULT_WINDOW_S, data_path, summarize
+
+        base = None if rp.doc.path.startswith("<") else Path(rp.doc.path).parent
+        path = str(data_path(wl.trace, base).resolve())  # as the problem's loading resolved it
+        mean = summarize(path, wl.window_s or DEFAULT_WINDOW_S).mean_rate_qps or 1.0
+        return workload_source(f"trace:{path}", wl, requests, seed, qps / mean, where=f"services[{si}].workload")
+    arrival = workload_arrival(rp, si, arrival)
     kind = arrival.partition(":")[0]
     if kind in ("poisson", "gamma") and not qps > 0:
         raise InputError(f"services[{si}]: the plan serves no traffic of '{rp.problem.services[si].name}' "

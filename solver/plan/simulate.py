@@ -37,7 +37,7 @@ from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable
 from solver.plan.sim_instances import InstanceMaker, PoolSpec, pool_spec
 from solver.plan.sim_metrics import instance_stats, pool_doc, service_doc, service_window
-from solver.plan.sim_sources import parse_arrival, service_source
+from solver.plan.sim_sources import arrival_label, parse_arrival, service_source
 from solver.problem.load import ResolvedProblem
 from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
 from solver.replay.fleet_source import FleetSource
@@ -51,7 +51,9 @@ from solver.schema.simulation import SimulationResult
 @dataclass(frozen=True)
 class SimulateOptions:
     rate_scale: float = 1.0
-    arrival: str = "poisson"  # poisson | gamma:CV | trace:FILE | closed:N
+    # poisson | gamma:CV | trace:FILE | closed:N | workload (sim_sources.py); the command line's
+    # default is workload, the decision record's replay keeps poisson (solver/decision/replayed.py)
+    arrival: str = "poisson"
     requests: int | None = None  # per service (None: the arrival's default, sim_sources.py)
     seed: int = 0
     router: str = "least_queue"
@@ -208,7 +210,8 @@ def _document(rp: ResolvedProblem, order: list[int], doc: PlanResult, opts: Simu
                  for p in sr.pools]  # in the plan's order
         services.append(service_doc(table, mine, sr, slo, opts.rate_scale, window, pools))
     return SimulationResult(
-        problem=doc.problem, plan_status=doc.status, cost_per_hour=doc.cost_per_hour, arrival=opts.arrival,
+        problem=doc.problem, plan_status=doc.status, cost_per_hour=doc.cost_per_hour,
+        arrival=arrival_label(rp, order, opts.arrival),
         rate_scale=opts.rate_scale, requests_per_service=opts.requests, seed=opts.seed, router=opts.router,
         simulated_s=round(end_s, 6), events=events,
         wall_s=None if wall is None else round(wall, 3), services=services, fleetplan_version=__version__,

@@ -99,7 +99,7 @@ def evaluate_current(rp: ResolvedProblem) -> tuple[list[CurrentPoolResult], list
             ep=cp.ep, dp=cp.dp, batch=cp.batch or 1, chunk_tokens=cp.chunk_tokens,
             instances=cp.instances, devices=devices,
             capacity_qps=round(cp.instances * per, 6),
-            cost_per_hour=round(devices * rp.price_at(site, h), 6),
+            cost_per_hour=round(devices * rp.device_cost(site, h), 6),
             fits_memory=est.fits, meets_slo=est.slo_ok,
             predicted=Predicted(
                 ttft_ms=_r(est.ttft_p50_ms), tpot_ms=_r(est.tpot_p50_ms),

@@ -13,9 +13,13 @@ from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.perf.speculative import Speculation
+from solver.problem.hardware import entry_caps, entry_card
+from solver.problem.tco import CostParts, device_parts
+from solver.problem.workload_data import fill_workload
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.engine import EngineParams
 from solver.schema.problem import Problem, Service
+from solver.schema.tco import DeviceCost, SiteCost
 from solver.schema.yamlio import YamlDoc, load_yaml, parse_yaml, validate_doc
 
 
@@ -38,6 +42,26 @@ class ResolvedProblem:
     site_prices: tuple[tuple[float, ...], ...] = ()  # [site][hw] USD per device-hour
     site_power_kw: tuple[float | None, ...] = ()
     speculations: tuple[Speculation | None, ...] = ()  # per service (services[].speculative)
+    # power caps offered per type (W, highest first) and ownership costs (problem/tco.py)
+    caps: tuple[tuple[float, ...], ...] = ()
+    entry_costs: tuple[DeviceCost | None, ...] = ()
+    site_costs: tuple[SiteCost | None, ...] = ()
+
+    def caps_of(self, hw: int) -> tuple[float, ...]:
+        return self.caps[hw] if self.caps else (self.power_w[hw],)
+
+    def cost_parts(self, site: int, hw: int, power_w: float | None = None) -> CostParts:
+        """USD per device-hour of type hw at a site, by component, at `power_w` (default the
+        type's power)."""
+        return device_parts(
+            self.price_at(site, hw), self.entry_costs[hw] if self.entry_costs else None,
+            self.site_costs[site] if self.site_costs else None,
+            self.hardware[hw].devices_per_node,
+            power_w if power_w is not None and math.isfinite(power_w) else self.power_w[hw])
+
+    def device_cost(self, site: int, hw: int, power_w: float | None = None) -> float:
+        """USD per device-hour of type hw at a site, all components."""
+        return self.cost_parts(site, hw, power_w).total
 
     @property
     def name(self) -> str:
@@ -110,8 +134,26 @@ def _arch(doc: YamlDoc, i: int, s: Service, card: ModelCard) -> ModelArch:
         raise InputError(f"{_where(doc, loc)}: services[{i}].routing: {exc}") from None
 
 
+def _workloads(problem: Problem, doc: YamlDoc, base: Path | None) -> Problem:
+    """Workloads from data (`trace:` / `lengths:`) filled in (solver/problem/workload_data.py); a bad
+    file names the problem's line, then the file's."""
+    if not any(s.workload.from_data for s in problem.services):
+        return problem
+    services = []
+    for i, s in enumerate(problem.services):
+        key = "trace" if s.workload.trace is not None else "lengths"
+        try:
+            wl = fill_workload(s.workload, base)
+        except InputError as exc:
+            loc = ("services", i, "workload", key)
+            raise InputError(f"{_where(doc, loc)}: services[{i}].workload.{key}: {exc}") from None
+        services.append(s if wl is s.workload else s.model_copy(update={"workload": wl}))
+    return problem.model_copy(update={"services": services})
+
+
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
+    problem = _workloads(problem, doc, base)
     models: list[ModelCard] = []
     archs: list[ModelArch] = []
     for i, s in enumerate(problem.services):
@@ -137,12 +179,15 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
                          in enumerate(zip(problem.services, models)))
     cards: list[HardwareCard] = []
     for j, h in enumerate(problem.hardware):
-        cards.append(_card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
-                           shipped.hardware_card, base))
+        card = _card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
+                     shipped.hardware_card, base)
+        cards.append(entry_card(doc, j, h, card))
     names = [c.name for c in cards]
     if len(set(names)) != len(names):
         raise InputError(f"{_where(doc, ('hardware',))}: hardware: two entries resolve to the same card name")
-    prices = tuple(h.price_per_hour or c.price_per_hour for h, c in zip(problem.hardware, cards))
+    # an owned type (`cost:`) pays rent only when the entry gives a price
+    prices = tuple(h.price_per_hour or (0.0 if h.cost is not None else c.price_per_hour)
+                   for h, c in zip(problem.hardware, cards))
     site_supplies, site_prices = _sites(problem, prices)
     return ResolvedProblem(
         problem=problem,
@@ -159,6 +204,9 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         site_prices=site_prices,
         site_power_kw=tuple(s.power_kw for s in problem.sites or []),
         speculations=speculations,
+        caps=tuple(entry_caps(doc, j, h, c) for j, (h, c) in enumerate(zip(problem.hardware, cards))),
+        entry_costs=tuple(h.cost for h in problem.hardware),
+        site_costs=tuple(s.cost for s in problem.sites or []),
     )
 
 

@@ -146,3 +146,30 @@ def moe_router_and_shared(prof: ProfileSet, hw, tokens, hidden: int, num_experts
     if shared_inter:
         parts.append(dense_mlp(prof, hw, tokens, hidden, shared_inter, tp, precision))
     return _combine(parts)
+
+
+def mla_decode(prof: ProfileSet, hw, seqs, context, heads: int, tp, precision, kv_precision) -> Estimate:
+    """One decode step of DeepSeek-V3's whole MLA block (projections, norms, RoPE, latent
+    attention, output projection) on one device with heads / tp query heads."""
+    seqs = np.asarray(seqs, dtype=float)
+    ctx = np.maximum(np.asarray(context, dtype=float), 1.0)
+    heads_dev = np.ceil(heads / np.asarray(tp, dtype=float))
+    est = prof.mla_generation(hw, np.maximum(seqs, 1.0), ctx, heads_dev, precision, kv_precision)
+    seconds = np.where(seqs > 0, est.seconds * np.minimum(seqs, 1.0), 0.0)
+    source = np.where(seqs > 0, est.source, MEASURED).astype(np.int8)
+    return Estimate(seconds, source)
+
+
+def mla_prefill(prof: ProfileSet, hw, pre_tokens, pre_prompt, heads: int, tp, precision,
+                kv_precision) -> Estimate:
+    """The whole MLA block over one iteration's prefill tokens: pre_tokens / pre_prompt whole
+    prompts; below one (a chunk), that share of one prompt's block (its projections scale
+    with the tokens, its causal attention pairs add up over the chunks)."""
+    tokens = np.asarray(pre_tokens, dtype=float)
+    prompt = np.maximum(np.asarray(pre_prompt, dtype=float), 1.0)
+    prompts = tokens / prompt
+    heads_dev = np.ceil(heads / np.asarray(tp, dtype=float))
+    est = prof.mla_context(hw, np.maximum(prompts, 1.0), prompt, heads_dev, precision, kv_precision)
+    seconds = np.where(tokens > 0, est.seconds * np.where(prompts < 1.0, prompts, 1.0), 0.0)
+    source = np.where(tokens > 0, est.source, MEASURED).astype(np.int8)
+    return Estimate(seconds, source)

@@ -37,7 +37,8 @@ DEFAULT_FRAMEWORK = "vllm"
 # `allreduce` table, and the MoE dispatch/combine of attention data parallelism stays on its
 # link model (the engines dispatch with their own kernels, not NCCL's all-to-all, and wide
 # expert parallelism spans nodes, beyond what one domain's table covers).
-QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts")
+QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts",
+                    "mla_generation", "mla_context")
 
 
 def _attention_neighbour(key: tuple, known: Sequence[tuple]) -> tuple | None:
@@ -185,6 +186,19 @@ class OperatorProfiles:
                 "num_kv_heads": num_kv_heads, "head_dim": head_dim}
         return self._query("attention_generation", keys, [batch, kv_tokens])
 
+    def mla_generation(self, batch, kv_tokens, num_heads, precision="bf16", kv_precision="bf16") -> Estimate:
+        """One decode step of DeepSeek-V3's MLA block (one layer, `num_heads` heads per device,
+        projection weights in `precision`: fp8 reads the block-scaled rows)."""
+        keys = {"gemm_dtype": _moe_dtype_names(precision), "kv_dtype": _dtype_names(kv_precision),
+                "num_heads": num_heads}
+        return self._query("mla_generation", keys, [batch, kv_tokens])
+
+    def mla_context(self, batch, isl_tokens, num_heads, precision="bf16", kv_precision="bf16") -> Estimate:
+        """One prefill pass of DeepSeek-V3's MLA block over `batch` prompts of `isl_tokens`."""
+        keys = {"gemm_dtype": _moe_dtype_names(precision), "kv_dtype": _dtype_names(kv_precision),
+                "num_heads": num_heads}
+        return self._query("mla_context", keys, [batch, isl_tokens])
+
     def allreduce(self, message_bytes, num_gpus) -> Estimate:
         """The engine's TP all-reduce of `message_bytes` per GPU (bf16) among `num_gpus`."""
         return self._query("allreduce", {"dtype": "bf16", "num_gpus": num_gpus},
@@ -243,6 +257,14 @@ class ProfileSet:
         return self._each("attention_generation", hw,
                           [batch, kv_tokens, num_heads, num_kv_heads, head_dim,
                            _dtype_names(kv_precision)])
+
+    def mla_generation(self, hw, batch, kv_tokens, num_heads, precision, kv_precision) -> Estimate:
+        return self._each("mla_generation", hw, [batch, kv_tokens, num_heads, _dtype_names(precision),
+                                                 _dtype_names(kv_precision)])
+
+    def mla_context(self, hw, batch, isl_tokens, num_heads, precision, kv_precision) -> Estimate:
+        return self._each("mla_context", hw, [batch, isl_tokens, num_heads, _dtype_names(precision),
+                                              _dtype_names(kv_precision)])
 
     def allreduce(self, hw, message_bytes, num_gpus) -> Estimate:
         return self._each("allreduce", hw, [message_bytes, num_gpus])

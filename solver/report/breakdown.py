@@ -45,6 +45,7 @@ class CostBreakdown:
     type_power_kw: dict[str, float]
     cost_per_hour: float
     devices: int
+    components: tuple[tuple[str, float], ...] = ()  # USD/hour by component (cost_components)
 
 
 def cost_breakdown(doc: PlanResult) -> CostBreakdown:
@@ -66,6 +67,7 @@ def cost_breakdown(doc: PlanResult) -> CostBreakdown:
         type_cost={t: sum(r.by_type.get(t, 0.0) for r in rows) for t in types},
         type_devices={t: sum(r.devices_by_type.get(t, 0) for r in rows) for t in types},
         type_power_kw=power, cost_per_hour=doc.cost_per_hour, devices=doc.total_devices,
+        components=tuple(cost_components(doc)),
     )
 
 
@@ -122,3 +124,30 @@ def latency_rows(doc: PlanResult) -> list[LatencyRow]:
             if pred is not None and bound is not None:
                 out.append(LatencyRow(s.name, label, METRIC_NAMES[metric], pred, bound, None, None))
     return out
+
+
+COMPONENT_NAMES = ("rental", "capital", "network", "energy", "hosting")
+
+
+def cost_components(doc: PlanResult) -> list[tuple[str, float]]:
+    """The plan's USD/hour by component: the document's (problems with `cost:` entries), else
+    everything is rental."""
+    c = doc.cost_components
+    if c is None:
+        return [(k, doc.cost_per_hour if k == "rental" else 0.0) for k in COMPONENT_NAMES]
+    return [(k, getattr(c, k)) for k in COMPONENT_NAMES]
+
+
+def components_text(doc: PlanResult) -> str:
+    return "cost by component ($/h): " + ", ".join(f"{k} {v:,.2f}" for k, v in cost_components(doc))
+
+
+def choices_text(p: Pool) -> str | None:
+    """A pool's power cap and precisions, when the problem offered a choice of them."""
+    if p.power_cap_w is None and p.kv_precision is None:
+        return None
+    parts = [f"{p.role} {p.hardware} {parallel_text(p)} batch {p.batch}:"]
+    if p.power_cap_w is not None:
+        parts.append(f"at {p.power_cap_w:g} W,")
+    parts.append(f"{p.precision} weights" + (f", {p.kv_precision} KV" if p.kv_precision else ""))
+    return " ".join(parts)

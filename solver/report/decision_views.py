@@ -18,9 +18,13 @@ def _money(x: float | None) -> str:
 def _interval(i: Interval) -> str:
     fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit in ("acceptance", "hit rate")
            else (lambda v: f"${v:,.2f}"))
+    if i.probes == 0:
+        why = "the search was cut short before it" if i.partial else "the search's solve budget ran out before it"
+        return f"{i.quantity}: not computed ({why}; now {fmt(i.current)})"
     lo = fmt(i.low) + (" (searched no lower)" if i.low_is_search_limit else "")
     hi = fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else "")
-    return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)})"
+    partial = " (partial: cut short by --record-seconds)" if i.partial else ""
+    return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)}){partial}"
 
 
 def uncertainty_lines(r: DecisionRecord) -> list[str]:
@@ -73,6 +77,9 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         valid += [f"re-measure {m.what}: {m.by} ({m.why})" for m in v.remeasure]
         valid.append(f"({v.solves} solves; within the interval keeping the plan's configurations "
                      "costs at most 2% more than re-planning)")
+        if v.cut_short:
+            valid.append("the search was cut short by --record-seconds: the intervals marked "
+                         "partial are incomplete (raise --record-seconds)")
     replay = [("replay", replay_lines(r.replay))] if r.replay is not None else []
     chosen = [("choices", [c.effect for c in r.choices])] if r.choices else []
     return [("uncertainty", uncertainty_lines(r)), *replay, *chosen, ("runners-up", runners), ("fallback", fallback),

@@ -11,7 +11,7 @@ cost-vs-traffic frontier of the same problem).
 
 from __future__ import annotations
 
-from solver.report import plots
+from solver.report import plots, runbook
 from solver.report.breakdown import cost_breakdown
 from solver.report.decision_views import decision_paragraph
 from solver.report.html_markup import bullets, esc, money, para, section
@@ -55,6 +55,7 @@ th, td { border-bottom: 1px solid var(--rule); padding: 4px 7px; text-align: lef
 th { background: var(--band); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 tbody tr:nth-child(even) { background: #fafbfd; }
+pre.command { background: var(--band); padding: 8px 10px; white-space: pre-wrap; word-break: break-all; font-size: 12px; }
 img.plot { max-width: 100%; height: auto; display: block; margin: 8px 0; }
 .badge { display: inline-block; padding: 0 6px; border-radius: 8px; font-size: 11.5px; white-space: nowrap; }
 .badge.ok { background: #e3f4e6; color: #1d6b2c; }
@@ -107,6 +108,8 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     elif feasible:
         sections.append(("alternatives", "Runners-up and fallback",
                          para("Not computed: the plan carries no decision record (plan --no-record).", "note")))
+    if feasible:
+        sections.append(("canary", "Canary runbook", runbook.html_section(doc)))
     sections.append(("assumptions", "Assumptions", assumptions_section(doc)))
     if r is not None and r.validity is not None:
         sections.append(("validity", "Validity and re-measurement", validity_section(r)))

@@ -42,13 +42,15 @@ def pools_section(doc: PlanResult) -> str:
     rows = []
     for s in doc.services:
         for p in s.pools:
-            rows.append([s.name, p.role, p.hardware, parallel_text(p), p.batch, p.instances, p.devices,
+            hw = p.hardware + (f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else "")
+            rows.append([s.name, p.role, hw, parallel_text(p), p.batch, p.instances, p.devices,
                          num_text(p.capacity_qps, ",.1f"), num_text(p.cost_per_hour),
                          _vs(p.predicted.ttft_ms, s.slo.ttft_p50_ms),
                          _vs(p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
                          _vs(p.predicted.tpot_ms, s.slo.tpot_p50_ms),
                          _vs(p.predicted.tpot_p99_ms, s.slo.tpot_p99_ms),
-                         num_text(p.predicted.memory_gib_per_device, ".1f"), p.precision])
+                         num_text(p.predicted.memory_gib_per_device, ".1f"),
+                         p.precision + (f" / {p.kv_precision} KV" if p.kv_precision else "")])
     pools = table(POOL_HEADERS, rows, "pools", "llllrrrrrrrrrrl")
     return (f"<h3>Services</h3>\n{services}\n<h3>Pools</h3>\n{pools}\n"
             + para("Latencies in ms: predicted / SLO bound (the plan meets each bound with the "
@@ -105,6 +107,10 @@ def cost_section(cb: CostBreakdown) -> str:
           num_text(cb.type_cost[t]), f"{cb.type_cost[t] / total:.1%}", num_text(cb.type_power_kw[t], ",.1f")]
          for t in cb.types],
         "cost-types", "lrrrrr"))
+    out.append("<h3>By component</h3>")
+    out.append(table(["component", "$/hour", "share"],
+                     [[k, num_text(v), f"{v / total:.1%}"] for k, v in cb.components],
+                     "cost-components", "lrr"))
     return "\n".join(out)
 
 
@@ -220,6 +226,14 @@ def _interval_value(i: Interval, v: float, at_limit: bool) -> str:
     return s + (" (search limit)" if at_limit else "")
 
 
+def _interval_row(i: Interval) -> list:
+    name = i.quantity + (" (partial)" if i.partial else "")
+    if i.probes == 0:
+        return [name, "not computed", _interval_value(i, i.current, False), "not computed", None, None]
+    return [name, _interval_value(i, i.low, i.low_is_search_limit), _interval_value(i, i.current, False),
+            _interval_value(i, i.high, i.high_is_search_limit), i.below, i.above]
+
+
 def validity_section(r: DecisionRecord) -> str:
     v = r.validity
     if v is None:
@@ -230,12 +244,12 @@ def validity_section(r: DecisionRecord) -> str:
     if intervals:
         out.append(table(
             ["quantity", "low", "now", "high", "below low the plan becomes", "above high"],
-            [[i.quantity, _interval_value(i, i.low, i.low_is_search_limit),
-              _interval_value(i, i.current, False), _interval_value(i, i.high, i.high_is_search_limit),
-              i.below, i.above] for i in intervals],
-            "validity", "lrrrll"))
+            [_interval_row(i) for i in intervals], "validity", "lrrrll"))
         out.append(para(f"Within each interval, keeping the plan's configurations costs at most 2% "
                       f"more than re-planning ({v.solves} solves).", "note"))
+        if v.cut_short:
+            out.append(para("The search was cut short by --record-seconds: the intervals marked "
+                            "partial are incomplete.", "note"))
     out.append("<h3>Re-measure</h3>")
     if v.remeasure:
         out.append(table(["what", "by", "why"], [[m.what, m.by, m.why] for m in v.remeasure],

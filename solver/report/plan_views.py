@@ -7,8 +7,15 @@ import json
 
 import yaml
 
-from solver.report.breakdown import cost_breakdown, parallel_text
+from solver.report.breakdown import (
+    choices_text,
+    components_text,
+    cost_breakdown,
+    cost_components,
+    parallel_text,
+)
 from solver.report.decision_views import decision_paragraph, record_lines
+from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
 
@@ -53,7 +60,7 @@ def _pool_table(s: ServiceResult, sites: bool) -> tuple[list[str], list[list[obj
 
 def _fleet_lines(s: ServiceResult) -> list[str]:
     """Sites, KV routes across hardware types and failure margins of one service."""
-    out = []
+    out = [f"  choice: {c}" for c in (choices_text(p) for p in s.pools) if c]
     if s.sites:
         out.append("  by site: " + "; ".join(
             f"{x.site} sized for {x.qps:g} QPS (capacity {x.capacity_qps:.1f})" for x in s.sites))
@@ -191,7 +198,7 @@ def to_table(doc: PlanResult) -> str:
     fleet = _hetero_lines(doc) + _transition_lines(doc)
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
-            *_assumption_lines(doc), _solver_line(doc)]
+            components_text(doc), *_assumption_lines(doc), _solver_line(doc)]
     if doc.decision is not None:
         for title, lines in record_lines(doc.decision):
             out += ["", f"{title}:", *[f"  - {x}" for x in lines]]
@@ -218,9 +225,11 @@ def _md_cost(doc: PlanResult) -> list[str]:
     total = cb.cost_per_hour or 1.0
     types = [[t, cb.type_devices[t], f"{cb.type_cost[t]:,.2f}", f"{cb.type_cost[t] / total:.1%}",
               f"{cb.type_power_kw[t]:,.1f}"] for t in cb.types]
+    parts = [[k, f"{v:,.2f}", f"{v / total:.1%}"] for k, v in cost_components(doc)]
     return ["## Cost breakdown", "", "USD per hour by service and device type:", "",
             _md_table(["service", *cb.types, "devices", "total"], rows), "",
-            _md_table(["device type", "devices", "$/hour", "share", "power kW"], types), ""]
+            _md_table(["device type", "devices", "$/hour", "share", "power kW"], types), "",
+            "USD per hour by component:", "", _md_table(["component", "$/hour", "share"], parts), ""]
 
 
 def _md_text(text: str) -> str:
@@ -250,6 +259,7 @@ def to_markdown(doc: PlanResult) -> str:
         if doc.transition is not None:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
         out += _md_cost(doc)
+        out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
     if doc.decision is not None:
         for title, lines in record_lines(doc.decision):

@@ -170,6 +170,29 @@ class ScaleUp(Link):
     )
 
 
+class PowerPoint(Strict):
+    """One point of a card's power curve: under a board power limit of `power_w`, the sustained
+    tensor throughput and HBM bandwidth as fractions of their values at the card's full power."""
+
+    power_w: float = Field(gt=0, le=1e5, description="board power limit, W")
+    compute_fraction: float = Field(gt=0, le=1, description="sustained clock / clock at full power")
+    memory_fraction: float = Field(1.0, gt=0, le=1, description="HBM bandwidth / full-power bandwidth")
+
+
+def check_power_curve(points: tuple[PowerPoint, ...], full_power_w: float) -> None:
+    """Ascending, distinct powers ending at the card's power with fractions 1, non-decreasing."""
+    powers = [p.power_w for p in points]
+    if powers != sorted(set(powers)):
+        raise ValueError("power_curve: power_w must be strictly increasing")
+    top = points[-1]
+    if top.power_w != full_power_w or top.compute_fraction != 1 or top.memory_fraction != 1:
+        raise ValueError(f"power_curve must end at the card's power ({full_power_w:g} W) with "
+                         "compute_fraction and memory_fraction 1")
+    for a, b in zip(points, points[1:]):
+        if b.compute_fraction < a.compute_fraction or b.memory_fraction < a.memory_fraction:
+            raise ValueError("power_curve: fractions must not fall as power rises")
+
+
 class HardwareCard(Strict):
     name: str
     vendor: str
@@ -185,6 +208,10 @@ class HardwareCard(Strict):
     price_source: str
     price_date: str = Field(description="when the placeholder price was observed (YYYY-MM-DD)")
     efficiency: Efficiency
+    power_curve: tuple[PowerPoint, ...] | None = Field(
+        None, min_length=2, max_length=64,
+        description="sustained throughput under power limits (power_caps_w in a problem)")
+    power_curve_source: str | None = Field(None, max_length=2000)
 
     @field_validator("price_date", mode="before")
     @classmethod
@@ -203,6 +230,10 @@ class HardwareCard(Strict):
         for p in ("fp8", "fp4"):
             if getattr(self.peak_tflops, p) is not None and getattr(self.efficiency.gemm, p) is None:
                 raise ValueError(f"efficiency.gemm.{p} is needed when peak_tflops.{p} is set")
+        if self.power_curve is not None:
+            if self.power_curve_source is None:
+                raise ValueError("power_curve needs power_curve_source")
+            check_power_curve(self.power_curve, self.power_w)
         return self
 
     def supports(self, precision: Precision) -> bool:

@@ -49,7 +49,7 @@ class Uncertainty(Strict):
 class Alternative(Strict):
     """A runner-up: the best plan once the winner's structure of one kind is excluded."""
 
-    kind: Literal["device_type", "runtime", "parallelism"]
+    kind: Literal["device_type", "runtime", "parallelism", "power_cap", "precision"]
     excluded: str = Field(description="what of the winner was excluded, in words")
     status: Literal["optimal", "feasible", "infeasible"]
     cost_per_hour: float | None
@@ -89,6 +89,10 @@ class Interval(Strict):
     high_is_search_limit: bool
     below: str | None = Field(None, description="what the plan becomes just below low")
     above: str | None = Field(None, description="what the plan becomes just above high")
+    probes: int = Field(0, ge=0, description="probes spent on this interval (two solves each); "
+                                             "0: not computed, the search's budget was spent")
+    partial: bool = Field(False, description="the --record-seconds safety net stopped this "
+                                             "interval's search before it finished")
 
 
 class Remeasure(Strict):
@@ -103,7 +107,10 @@ class Validity(Doc):
     demand: Interval | None
     prices: list[Interval]
     remeasure: list[Remeasure]
-    solves: int = Field(description="plans solved to find the intervals")
+    solves: int = Field(description="CP-SAT solves of the primary objective (two per probe) "
+                                    "and full plans of the structures beyond the ends")
+    cut_short: bool = Field(False, description="the --record-seconds safety net fired: the "
+                                               "intervals marked partial are incomplete")
     acceptance: list[Interval] | None = Field(
         None, description="per service that may speculate: the acceptance rate's interval (unit "
         "'acceptance'); absent when no service speculates")

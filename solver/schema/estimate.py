@@ -53,6 +53,7 @@ class EstimateResult(Strict):
                                     "METHOD:K:A[:DRAFT]; decode_step_ms and tpot_ms are then per token")
     prefix_hit_rate: float | None = Field(None, description="share of the prompt served from a prefix "
                                           "cache (prefill computes the rest)")
+    power_cap_w: float | None = Field(None, description="board power limit (extension); null: full power")
     fits: bool
     memory_gib_per_device: float
     memory: MemoryBreakdown

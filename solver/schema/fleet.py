@@ -18,7 +18,7 @@ deployment and the cost of switching away from it.
     transition: {per_device_moved_usd: 20, per_instance_resharded_usd: 50,
                  drained_hours_per_change: 0.5, horizon_hours: 720}
 
-Cross-field checks (names that must exist) are made by `check_fleet_fields` in `problem.py`, called from the
+Cross-field checks (names that must exist) are made by `check_fleet_fields` in `problem_checks.py`, called from the
 Problem's model validator, so that every error names the offending field and line.
 """
 
@@ -30,6 +30,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from solver.schema.base import FieldError, Strict
+from solver.schema.tco import SiteCost
 
 MAX_SITES = 64
 MAX_LOSE_INSTANCES = 16
@@ -53,6 +54,7 @@ class Site(Strict):
     name: str = Field(min_length=1, max_length=200)
     power_kw: float | None = Field(None, gt=0, le=1e7, description="cap on the site's power")
     hardware: list[SiteHardware] = Field(min_length=1, max_length=100)
+    cost: SiteCost | None = None  # energy and hosting of owned devices here (schema/tco.py)
 
     @model_validator(mode="after")
     def _check(self) -> Site:

@@ -37,9 +37,21 @@ class Predicted(Strict):
     tpot_p99_ms: float | None = None
 
 
+class CostComponents(Strict):
+    """USD per hour by component (extension): rental, amortised capital and network, energy
+    (x PUE) and hosting on the devices' power at their caps; they sum to the cost."""
+
+    rental: float
+    capital: float
+    network: float
+    energy: float
+    hosting: float
+
+
 class Pool(Doc):
     _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms",
-                                 "cp", "speculative"})
+                                 "cp", "speculative", "power_cap_w", "kv_precision",
+                                 "cost_components"})
 
     role: Role
     hardware: str
@@ -56,6 +68,9 @@ class Pool(Doc):
     predicted: Predicted
     # extensions
     precision: Precision
+    kv_precision: Precision | None = Field(
+        None, description="the KV cache's precision where the service sets one or offers a choice "
+        "(`kv_precision`, a list of precisions); absent: the KV cache is stored in `precision`")
     chunk_tokens: int | None = Field(None, description="colocated: prefill tokens per iteration")
     power_kw: float
     capacity_qps_per_instance: float
@@ -71,3 +86,7 @@ class Pool(Doc):
                            "attention); absent: 1. devices_per_instance = tp x pp x dp x cp")
     speculative: str | None = Field(None, description="the speculative decoding method the pool "
                                     "runs (the service's `speculative:`); absent: none")
+    # choices (extensions): the power limit the devices run at (types with power_caps_w), the
+    # KV cache precision (services that give kv_precision), the cost by component (`cost:`)
+    power_cap_w: float | None = Field(None, description="board power limit per device, W")
+    cost_components: CostComponents | None = None

@@ -23,9 +23,11 @@ from solver.schema.fleet import (
     Transition,
 )
 from solver.schema.prefix import PrefixCache
+from solver.schema.problem_checks import check_fleet_fields
 from solver.schema.routing import Routing
 from solver.schema.speculative import Speculative
 from solver.schema.sweep import Sweep
+from solver.schema.tco import DeviceCost
 
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
@@ -145,20 +147,45 @@ class Slo(Strict):
     tpot_ms: LatencyBound | None = None
 
 
+MAX_ARRIVAL_CV = 100.0  # as `fleetplan simulate --arrival gamma:CV` (solver/plan/sim_sources.py MAX_CV)
+MAX_PATH = 4096  # characters of a file name in a problem (Linux PATH_MAX)
+
+
 class Workload(Strict):
-    qps: float = Field(gt=0, le=MAX_QPS, description="requests/s; max_throughput: mix weight")
-    input_tokens: TokenDist
-    output_tokens: TokenDist
+    """A service's requests: given (qps and token counts), or from data (`trace:` or `lengths:`,
+    solver/problem/workload_data.py fills the fields not given); given fields override the data."""
+
+    qps: float | None = Field(None, gt=0, le=MAX_QPS, description="requests/s; max_throughput: mix weight")
+    input_tokens: TokenDist | None = None
+    output_tokens: TokenDist | None = None
     max_context: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
     prefix_cache: PrefixCache | None = None  # prompts served partly from a prefix cache (schema/prefix.py)
+    arrival_cv: float | None = Field(None, gt=0, le=MAX_ARRIVAL_CV,
+                                     description="CV of inter-arrival times (1: Poisson, the default)")
+    trace: str | None = Field(None, min_length=1, max_length=MAX_PATH,
+                              description="request trace file (or shipped trace name)")
+    lengths: str | None = Field(None, min_length=1, max_length=MAX_PATH,
+                                description="length-distribution file (or shipped name)")
+    window_s: float | None = Field(None, gt=0, le=86_400, description="trace window for the burstiness")
 
     @model_validator(mode="after")
     def _check(self) -> Workload:
+        if self.trace is not None and self.lengths is not None:
+            raise ValueError("give trace: or lengths:, not both")
+        if self.window_s is not None and self.trace is None:
+            raise FieldError("window_s applies to a trace: workload", ("window_s",))
+        if self.trace is None:
+            if self.qps is None:
+                raise FieldError("needs qps (requests/s) or a trace: file", ("qps",))
+            if self.lengths is None:
+                for f in ("input_tokens", "output_tokens"):
+                    if getattr(self, f) is None:
+                        raise FieldError(f"needs {f} (or a trace: or lengths: file)", (f,))
         n = self.prefix_cache.shared_prefix_tokens if self.prefix_cache is not None else None
-        if n is not None and n >= self.input_tokens.mean_tokens:
+        if n is not None and self.input_tokens is not None and n >= self.input_tokens.mean_tokens:
             raise FieldError(f"shared_prefix_tokens ({n}) must be below the mean input tokens "
                              f"({self.input_tokens.mean_tokens:g})", ("prefix_cache", "shared_prefix_tokens"))
-        if self.max_context is not None:
+        if self.max_context is not None and self.input_tokens is not None and self.output_tokens is not None:
             need = self.input_tokens.mean_tokens + self.output_tokens.mean_tokens
             if need > self.max_context:
                 raise ValueError(
@@ -166,12 +193,17 @@ class Workload(Strict):
                 )
         return self
 
+    @property
+    def from_data(self) -> bool:
+        return self.trace is not None or self.lengths is not None
+
 
 class Service(Strict):
     name: str = Field(min_length=1, max_length=200)
     model: ModelRef
-    precision: Precision = "bf16"
-    kv_precision: Precision | None = None
+    # a list: each value is acceptable and the planner chooses per pool (extension)
+    precision: Precision | list[Precision] = "bf16"
+    kv_precision: Precision | list[Precision] | None = None
     workload: Workload
     slo: Slo = Slo()
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
@@ -179,12 +211,43 @@ class Service(Strict):
     sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
     speculative: Speculative | None = None  # decode speculatively where it pays (schema/speculative.py)
 
+    @field_validator("precision", "kv_precision")
+    @classmethod
+    def _precision_choice(cls, v: Any) -> Any:
+        if isinstance(v, list) and (not v or len(set(v)) != len(v)):
+            raise ValueError("a list of precisions must be non-empty and must not repeat")
+        return v
+
+    @property
+    def precisions(self) -> tuple[Precision, ...]:
+        """The weight precisions the planner may choose from (the first is the default)."""
+        return tuple(self.precision) if isinstance(self.precision, list) else (self.precision,)
+
+    @property
+    def kv_precisions(self) -> tuple[Precision, ...] | None:
+        """The KV cache precisions to choose from; None: the KV cache follows the weights."""
+        kv = self.kv_precision
+        return None if kv is None else tuple(kv) if isinstance(kv, list) else (kv,)
+
 
 class HardwareEntry(Strict):
     type: HardwareRef
     supply: int | None = Field(None, ge=0, le=MAX_SUPPLY, description="devices available")
     price_per_hour: float | None = Field(None, gt=0, le=MAX_PRICE, description="USD/device-hour")
     power_w: float | None = Field(None, gt=0, le=1e5, description="override the card's power")
+    # extensions: power limits as a search axis, ownership costs (schema/tco.py), pod sizes
+    power_caps_w: list[Annotated[float, Field(gt=0, le=1e5)]] | None = Field(
+        None, min_length=1, max_length=16, description="board power limits to choose from, W")
+    cost: DeviceCost | None = None
+    devices_per_node: int | None = Field(None, ge=1, le=MAX_DEGREE, description="override the card's")
+    scale_up_domain_devices: int | None = Field(None, ge=1, le=100_000, description="override the card's")
+
+    @field_validator("power_caps_w")
+    @classmethod
+    def _distinct_caps(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and len(set(v)) != len(v):
+            raise ValueError("power caps must not repeat")
+        return None if v is None else sorted(v, reverse=True)
 
     @property
     def name(self) -> str:
@@ -297,77 +360,3 @@ class Problem(Strict):
                 sh.supply == 0 for site in self.sites for sh in site.hardware)):
             raise FieldError("every hardware type has supply 0: nothing can be planned", ("hardware",))
         return self
-
-
-def check_fleet_fields(p: Problem) -> None:
-    """Names used by sites, services[].sites, survive and current must exist."""
-    hw_names = [h.name for h in p.hardware]
-    site_names = [s.name for s in p.sites or []]
-    _check_sites(p, hw_names, site_names)
-    _check_service_sites(p, site_names)
-    _check_survive(p, site_names)
-    _check_transition(p)
-    _check_current(p, hw_names, site_names)
-
-
-def _check_sites(p: Problem, hw_names: list[str], site_names: list[str]) -> None:
-    """Site names are unique and their hardware types exist."""
-    for i, s in enumerate(p.sites or []):
-        if s.name in site_names[:i]:
-            raise FieldError(f"site name '{s.name}' repeats sites[{site_names.index(s.name)}].name; "
-                             "site names must be unique", ("sites", i, "name"))
-        for j, h in enumerate(s.hardware):
-            if h.type not in hw_names:
-                raise FieldError(f"hardware type '{h.type}' is not in hardware: ({', '.join(hw_names)})",
-                                 ("sites", i, "hardware", j, "type"))
-
-
-def _check_service_sites(p: Problem, site_names: list[str]) -> None:
-    """A service's pinned sites exist, once each."""
-    for i, svc in enumerate(p.services):
-        if svc.sites is None:
-            continue
-        if not p.sites:
-            raise FieldError("services[].sites needs a top-level sites: list", ("services", i, "sites"))
-        for j, name in enumerate(svc.sites):
-            if name not in site_names:
-                raise FieldError(f"site '{name}' is not in sites: ({', '.join(site_names)})",
-                                 ("services", i, "sites", j))
-            if name in svc.sites[:j]:
-                raise FieldError(f"site '{name}' repeats", ("services", i, "sites", j))
-
-
-def _check_survive(p: Problem, site_names: list[str]) -> None:
-    """Losing a site needs a second one."""
-    survive = p.constraints.survive
-    if survive is not None and survive.lose_site and len(site_names) < 2:
-        raise FieldError("lose_site needs at least two sites in sites:",
-                         ("constraints", "survive", "lose_site"))
-
-
-def _check_transition(p: Problem) -> None:
-    """current: and transition: come together, and only with objective: min_cost."""
-    if (p.current is None) != (p.transition is None):
-        given, missing = ("current", "transition") if p.current is not None else ("transition", "current")
-        raise FieldError(f"{given}: needs {missing}: too (the deployment today and the cost of "
-                         "switching go together)", (given,))
-    if p.transition is not None and p.objective != "min_cost":
-        raise FieldError("transition planning compares hourly costs; it needs objective: min_cost",
-                         ("transition",))
-
-
-def _check_current(p: Problem, hw_names: list[str], site_names: list[str]) -> None:
-    """Each current pool names a service, a hardware type and (with sites) a site that exist."""
-    svc_names = [s.name for s in p.services]
-    for i, cp in enumerate(p.current or []):
-        if cp.service not in svc_names:
-            raise FieldError(f"service '{cp.service}' is not in services: ({', '.join(svc_names)})",
-                             ("current", i, "service"))
-        if cp.hardware not in hw_names:
-            raise FieldError(f"hardware type '{cp.hardware}' is not in hardware: ({', '.join(hw_names)})",
-                             ("current", i, "hardware"))
-        if site_names and cp.site is None:
-            raise FieldError("the problem has sites: a current pool needs its site", ("current", i))
-        if cp.site is not None and cp.site not in site_names:
-            where = f"sites: ({', '.join(site_names)})" if site_names else "sites: (none given)"
-            raise FieldError(f"site '{cp.site}' is not in {where}", ("current", i, "site"))

@@ -15,12 +15,14 @@ from pydantic import BaseModel
 
 from solver import __version__
 from solver.schema.batch import BatchRecord, BatchSummary
+from solver.schema.bench_compare import PlanComparison
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.estimate import EstimateResult
 from solver.schema.problem import Problem
 from solver.schema.questions import FrontierResult, PriceSweepResult
 from solver.schema.result import PlanResult
 from solver.schema.simulation import SimulationResult
+from solver.schema.trace import TraceSummary
 from solver.schema.validation import ValidationReport
 
 BASE_ID = "https://fleetplan.dev/schemas"
@@ -33,11 +35,13 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], Literal["validation", "serialization
     "result": (PlanResult, "serialization", "the result of fleetplan plan --format json"),
     "estimate": (EstimateResult, "serialization", "fleetplan estimate --format json"),
     "validation": (ValidationReport, "serialization", "fleetplan validate --format json"),
+    "plan-comparison": (PlanComparison, "serialization", "fleetplan validate MEASURED --plan RESULT.json --format json"),
     "frontier": (FrontierResult, "serialization", "fleetplan frontier --format json"),
     "price-sweep": (PriceSweepResult, "serialization", "fleetplan price-sweep --format json"),
     "batch-summary": (BatchSummary, "serialization", "fleetplan batch: DIR/summary.json"),
     "batch-record": (BatchRecord, "serialization", "fleetplan batch: DIR/results/<key>.record.json"),
     "simulation": (SimulationResult, "serialization", "fleetplan simulate --format json"),
+    "trace": (TraceSummary, "serialization", "fleetplan trace --format json"),
 }
 
 

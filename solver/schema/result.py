@@ -13,7 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
-from solver.schema.pool import Doc, Pool, Predicted, Role
+from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
 
 class KvRoute(Doc):
@@ -155,6 +155,9 @@ class WorkloadAssumption(Strict):
     output_tokens_p99: float
     slo: SloBounds
     routing: str | None = None
+    arrival_cv: float = Field(1.0, description="CV of inter-arrival times the queueing waits assume (1: Poisson)")
+    data: str | None = Field(None, description="the trace or length file the workload came from, as the "
+                                               "problem names it")
 
 
 class HardwareAssumption(Strict):
@@ -267,7 +270,7 @@ class TransitionResult(Strict):
 
 
 class PlanResult(Doc):
-    _omit_when_none = frozenset({"sites", "heterogeneity", "transition"})
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -291,6 +294,8 @@ class PlanResult(Doc):
     sites: list[SiteResult] | None = None
     heterogeneity: HeteroComparison | None = None
     transition: TransitionResult | None = None
+    cost_components: CostComponents | None = Field(
+        None, description="problems with `cost:` entries: the hourly cost by component")
 
 
 PlanResult.model_rebuild()

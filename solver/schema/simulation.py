@@ -65,7 +65,8 @@ class SimulationResult(Strict):
     problem: str
     plan_status: Literal["optimal", "feasible"]
     cost_per_hour: float
-    arrival: str = Field(description="poisson, gamma:CV, trace:FILE or closed:N")
+    arrival: str = Field(description="poisson, gamma:CV, trace:FILE, closed:N or workload (each service "
+                         "its own)")
     rate_scale: float
     requests_per_service: int | None = Field(description="--requests; None: the arrival's default (2,000 for "
                                              "open loops, 10 per client for closed ones, the whole trace)")

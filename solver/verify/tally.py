@@ -81,20 +81,21 @@ def demand_scale(rp: ResolvedProblem, doc: PlanResult) -> float | None:
     return s if s is not None and s > 0 else None
 
 
-def site_price(rp: ResolvedProblem, site: str | None, hw: str) -> float:
-    """USD per device-hour of a card at a site (the problem's price when it has no sites)."""
+def site_price(rp: ResolvedProblem, site: str | None, hw: str, power_w: float | None = None) -> float:
+    """USD per device-hour of a card at a site (the problem's price when it has no sites),
+    with the running costs of an owned type at `power_w` (default the type's power)."""
     j = rp.hardware_names.index(hw)
-    return rp.site_prices[rp.site_names.index(site)][j] if rp.site_names else rp.prices[j]
+    return rp.device_cost(rp.site_names.index(site) if rp.site_names else 0, j, power_w)
 
 
 def _pool_cost(rp: ResolvedProblem, pool: Pool) -> float | None:
     if rp.site_names and pool.site not in rp.site_names:
         return None
-    return pool.devices * site_price(rp, pool.site, pool.hardware)
+    return pool.devices * site_price(rp, pool.site, pool.hardware, pool.power_cap_w)
 
 
 def _count(rp: ResolvedProblem, t: Tally, sf: ServiceFigures, pool: Pool, cost: float) -> None:
-    power_w = rp.power_w[rp.hardware_names.index(pool.hardware)]
+    power_w = pool.power_cap_w or rp.power_w[rp.hardware_names.index(pool.hardware)]
     if rp.site_names:
         t.at_site[(pool.site, pool.hardware)] += pool.devices
         t.site_power[pool.site] += pool.devices * power_w

@@ -31,6 +31,9 @@ def test_wheel_contains_cards_and_problems(wheel):
         shipped = {p.name for p in (ROOT / folder).glob("*.yaml")}
         packed = {n.rsplit("/", 1)[-1] for n in names if n.startswith(f"solver/_data/{kind}/")}
         assert shipped and shipped <= packed, f"{kind}: missing {sorted(shipped - packed)}"
+    traces = {p.name for p in (ROOT / "traces").glob("*.csv")}  # the data shipped problems name
+    assert traces and traces <= {n.rsplit("/", 1)[-1] for n in names if n.startswith("solver/_data/traces/")}
+    assert "solver/_data/NOTICE" in names
     assert "solver/cli/main.py" in names
     assert any(n.endswith("entry_points.txt") for n in names)
 
@@ -51,6 +54,9 @@ def test_installed_package_finds_cards_without_a_checkout(wheel, tmp_path):
     assert out[0].startswith(str(site)), out[0]
     assert out[1] == "10 10"
     assert out[2] == "80 80.0"
+    trace = subprocess.run([sys.executable, "-m", "solver", "check", "azure-conv-trace"], cwd=elsewhere, env=env,
+                           capture_output=True, text=True)
+    assert trace.returncode == 0 and trace.stdout.startswith("ok: azure-conv-trace"), trace.stderr
     plan = subprocess.run([sys.executable, "-m", "solver", "plan", "llama3-70b-online", "--format", "json"],
                           cwd=elsewhere, env=env, capture_output=True, text=True)
     assert plan.returncode == 0, plan.stderr

@@ -8,7 +8,8 @@ from functools import cache
 
 from solver.candidates.build import build_candidates
 from solver.decision.dimensions import break_even, choices, with_acceptance
-from solver.decision.validity import _acceptance_interval, _Budget
+from solver.decision.probe import SearchBudget
+from solver.decision.validity import _acceptance_interval, _Rebuilding
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import load_problem, resolve
@@ -71,7 +72,7 @@ def test_no_choices_without_either_dimension():
 
 def test_acceptance_interval_holds_inside_and_is_clamped_at_one():
     rp, cs, doc = planned("speculative-decoding")
-    i = _acceptance_interval(rp, 0, doc, OPTS, _Budget(40, 120.0))
+    i = _acceptance_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
     assert i.unit == "acceptance" and i.current == 0.75
     assert i.low < 0.75 < i.high <= 1.0
     assert i.high < 1.0 or i.high_is_search_limit
@@ -89,7 +90,7 @@ def test_prefix_hit_rate_interval_holds_inside():
     text = (ROOT / "problems" / "prefix-cache.yaml").read_text()
     rp = parse_problem(text.replace("{shared_prefix_tokens: 6144}", "{hit_rate: 0.75}"), "hit.yaml")
     doc = plan(rp, OPTS, timings=False, compare=False)
-    i = _hit_rate_interval(rp, 0, doc, OPTS, _Budget(40, 120.0))
+    i = _hit_rate_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
     assert i.unit == "hit rate" and i.current == 0.75 and i.low <= 0.75 <= i.high <= 0.99
     assert i.quantity == "prefix hit rate of 'support'"
     # the hit rate is what the plan is sized by: a lower one needs more prefill devices

@@ -10,7 +10,7 @@ from solver.catalog import shipped
 from solver.catalog.shipped import hardware_card
 from solver.perf.arch import ModelArch
 from solver.perf.operators import MeasuredTimes, RooflineTimes, counts, operator_times
-from solver.perf.operators.measured import OPERATOR_FAMILY, families_asked
+from solver.perf.operators.measured import MLA_OPERATOR_FAMILY, OPERATOR_FAMILY, families_asked
 from solver.perf.operators.tables import load_table_set
 from solver.perf.tables import HardwareTable, Plans
 from solver.profiles import ROOFLINE, SourceTally
@@ -111,8 +111,9 @@ def test_families_asked_are_the_tables_that_answered(model, tp):
         seconds["moe_block"] = times.moe_block(t)
     # a table drew time where it answered (not the roofline) with a positive time (TP 1's
     # all-reduce is a measured zero)
-    answered = {OPERATOR_FAMILY[n] for n, src in times.sources.items()
-                if n in OPERATOR_FAMILY and ((np.asarray(src) != ROOFLINE) & (seconds[n] > 0)).any()}
+    family = MLA_OPERATOR_FAMILY if arch.mla_latent else OPERATOR_FAMILY
+    answered = {family[n] for n, src in times.sources.items()
+                if n in family and ((np.asarray(src) != ROOFLINE) & (seconds[n] > 0)).any()}
     asked = families_asked(arch, prefills=True, decodes=True, tp=tp, domain=card.scale_up.domain_devices)
     assert answered <= asked, (answered, asked)
     if model == "llama-3.1-70b":

@@ -47,3 +47,39 @@ def test_budget_decoders():
     # o c / (s + o) = 128 x 512 / 2176 = 30.1 -> 30; the batch caps it; unchunked: the batch
     assert budget_decoders(np.array([64.0, 16.0]), 512.0, 2048.0, 128.0, True) == pytest.approx([30.0, 16.0], abs=0)
     assert budget_decoders(np.array([64.0]), 512.0, 2048.0, 128.0, False) == pytest.approx([64.0], abs=0)
+
+
+# ---- bursty arrivals: Kingman / Whitt's (ca^2 + cs^2) / 2 on the waits -------------------------
+
+
+def test_bursty_arrivals_scale_the_waits_by_ca2_hand_values():
+    # G/D/1, rho 0.8, S = 0.1 s, q = 0.99: Poisson 0.1 / (2 x 0.2) x ln(0.8 / 0.01) = 0.25 ln 80 = 1.095507 s
+    assert rt.queue_wait(0.8, 0.1, 0.99) == pytest.approx(0.25 * math.log(80.0), rel=1e-12)
+    assert rt.queue_wait(0.8, 0.1, 0.99) == pytest.approx(1.095507, rel=1e-6)
+    # arrival CV 1.5: ca^2 = 2.25 (cs = 0): 2.25 x 1.095507 = 2.464890 s
+    assert rt.queue_wait(0.8, 0.1, 0.99, 2.25) == pytest.approx(2.464890, rel=1e-6)
+    # smoother than Poisson (CV 0.5): a quarter of it
+    assert rt.queue_wait(0.8, 0.1, 0.99, 0.25) == pytest.approx(0.25 * 1.095507, rel=1e-6)
+    # M/D/c slots: 16 slots, rho 0.9, D = 10 s: W99 = 3.125 ln(58.4154) = 12.7163 s; ca^2 = 4: 50.865 s
+    assert slot_wait(0.9, 16, 10.0, 0.99, 4.0) == pytest.approx(4 * 3.125 * math.log(58.4154), rel=1e-5)
+    # the probability of waiting is kept: no wait stays no wait
+    assert slot_wait(0.92, 256, 10.0, 0.5, 9.0) == 0.0
+
+
+def test_bursty_arrivals_lower_the_slo_bound_capacity():
+    from solver.catalog import shipped
+    from solver.perf.arch import ModelArch
+    from solver.perf.tables import HardwareTable, Plans
+    from solver.schema.engine import EngineParams
+
+    arch = ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
+    hw = HardwareTable.from_cards([shipped.hardware_card("h100-sxm")])
+    p = Plans.of(hw=0, tp=8, pp=1, ep=1, dp=1, batch=[1, 4], wprec=0, kvprec=0)
+    slo, e = rt.Slo(ttft_p99_ms=1500.0), EngineParams()
+    caps = [rt.prefill_role(arch, hw, p, rt.Workload(2048.0, 150.0, arrival_cv=cv), slo, e).capacity_qps
+            for cv in (0.5, 1.0, 2.0)]
+    assert np.all(caps[0] > caps[1]) and np.all(caps[1] > caps[2]) and np.all(caps[2] > 0)
+    cp = [rt.colocated_role(arch, hw, Plans.of(hw=0, tp=8, pp=1, ep=1, dp=1, batch=[64], wprec=0, kvprec=0),
+                            rt.Workload(2048.0, 150.0, arrival_cv=cv), rt.Slo(ttft_p99_ms=1500.0, tpot_p99_ms=60.0),
+                            e, np.array([4096.0])).capacity_qps[0] for cv in (1.0, 3.0)]
+    assert cp[0] > cp[1] > 0

@@ -76,8 +76,10 @@ def _arch(name: str) -> ModelArch:
     ("llama-3.1-70b", "decode", 16, {"gemm", "attention_generation"}),  # wider than the 8-GPU domain
     # MoE GQA: the expert tables too
     ("qwen3-235b-a22b", "decode", 1, {"gemm", "attention_generation", "moe_experts"}),
-    # MLA: no attention or projection table; the MoE block's router and shared experts ask GEMMs
-    ("deepseek-v3", "prefill", 8, {"gemm", "allreduce", "moe_experts"}),
+    # MLA: the whole attention block's table of the role's phase; the LM head, the dense first
+    # layers and the MoE block's router and shared experts ask GEMMs
+    ("deepseek-v3", "prefill", 8, {"gemm", "allreduce", "moe_experts", "mla_context"}),
+    ("deepseek-v3", "decode", 8, {"gemm", "allreduce", "moe_experts", "mla_generation"}),
 ])
 def test_families_a_pool_draws_time_from(model, role, tp, expected):
     got = families_asked(_arch(model), prefills=role != "decode", decodes=role != "prefill", tp=tp, domain=8)
@@ -96,3 +98,13 @@ def test_a_dense_plan_lists_no_moe_tables_and_a_tp1_plan_no_allreduce():
     assert "moe_experts" not in {p.family for p in everything.profiles}  # a dense service
     assert {p.family for p in everything.profiles if p.hardware == "h100-sxm"} == {
         "gemm", "attention_context", "attention_generation", "allreduce"}
+
+
+def test_assumptions_record_a_workload_from_data():
+    rp = load_problem(ROOT / "problems" / "azure-conv-trace.yaml")
+    (w,) = assumptions(rp, families_considered(rp)).workloads
+    assert w.data == "azure-llm-2023-conv" and round(w.arrival_cv, 3) == 1.028 and round(w.qps, 2) == 5.53
+    assert (w.input_tokens_p99, w.output_tokens_p99) == (4142.0, 601.0)
+    other = load_problem(ROOT / "problems" / "mixed-supply.yaml")
+    plain = assumptions(other, families_considered(other)).workloads[0]
+    assert (plain.arrival_cv, plain.data) == (1.0, None)

@@ -126,7 +126,7 @@ def test_every_shipped_table_verifies_and_credits_its_source():
         assert p.source.package == "aiconfigurator-core" and "NVIDIA" in (p.source.copyright or "")
         assert p.licence == "Apache-2.0" and p.rows == len(t.columns["latency_us"]) > 0
         assert set(p.columns) == set(FAMILIES[family].columns)
-        assert p.device_name and ("H100" in p.device_name if hw == "h100-sxm" else "H200" in p.device_name)
+        assert p.device_name and {"h100-sxm": "H100", "h200-sxm": "H200", "b200": "B200"}[hw] in p.device_name
     notice = (root.parent.parent / "NOTICE")
     if notice.is_file():  # a checkout (the wheel does not carry NOTICE under hardware/)
         text = notice.read_text()
@@ -136,3 +136,22 @@ def test_every_shipped_table_verifies_and_credits_its_source():
 def test_shipped_size_is_modest():
     total = sum(p.stat().st_size for p in shipped_root().rglob("*") if p.is_file())
     assert total < 3 * 1024 * 1024, total
+
+
+@pytest.mark.parametrize("text", [
+    "a,b\n1,2\n\n3,4", "a,b\n1,2\n", "", "\n\na,b\n", " a , b \n1,\n", "a,b\r\n1,2\r\n", 'a,"b,c"\n1,2\n',
+])
+def test_rows_are_the_csv_modules(text):
+    """The fast split of unquoted CSV text gives exactly csv.reader's rows (quoted or CR text
+    goes to csv.reader itself)."""
+    import csv
+    import io
+
+    from solver.profiles.format import _rows
+    assert list(_rows(text)) == list(csv.reader(io.StringIO(text)))
+
+
+def test_columns_pad_short_rows_and_ignore_extra_fields():
+    from solver.profiles.format import _columns
+    assert _columns([["1", "2"], ["3"], ["4", "5", "6"]], 2) == [("1", "3", "4"), ("2", "", "5")]
+    assert _columns([], 3) == [(), (), ()]

@@ -63,7 +63,10 @@ def test_conversion_reproduces_the_shipped_files(hardware, framework):
     if package_version(AIC) != gemm_meta.source.package_version:
         pytest.skip(f"aiconfigurator-core {package_version(AIC)} here, shipped from "
                     f"{gemm_meta.source.package_version}")
-    tables = convert_aic(hardware.replace("-", "_"), framework,
+    from solver.profiles.sources.aic.source import SYSTEM_TO_HARDWARE
+
+    system = {hw: sys_ for sys_, hw in SYSTEM_TO_HARDWARE.items()}.get(hardware, hardware.replace("-", "_"))
+    tables = convert_aic(system, framework,
                          version=gemm_meta.framework_version, source=AIC)
     assert {t.family for t in tables} == {fam for hw, fw, fam in available(shipped_root())
                                           if (hw, fw) == (hardware, framework)}

@@ -170,5 +170,5 @@ def test_skewed_prefill_scales_by_the_busiest_rank_share():
 def test_without_a_moe_table_the_block_roofline_stands():
     out, tally, _, _, block = _moe_block(wprec=2)  # fp4: no MoE table on Hopper
     assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0
-    out, tally, _, _, block = _moe_block(hw_name="b200")  # no tables at all
+    out, tally, _, _, block = _moe_block(hw_name="mi300x")  # no tables at all
     assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0

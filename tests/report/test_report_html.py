@@ -26,7 +26,7 @@ from tests.support.questions_problem import small_problem
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FEASIBLE_SECTIONS = ["decision", "pools", "latency", "cost", "frontier", "replay", "alternatives",
-                     "assumptions", "validity", "solver"]
+                     "canary", "assumptions", "validity", "solver"]
 NO_RECORD_SECTIONS = [s for s in FEASIBLE_SECTIONS if s != "replay"]  # the replay is part of the record
 NASTY = '<script>alert("x")</script> $\\frac{1}$ & co'  # HTML, and matplotlib math mode
 
@@ -174,6 +174,30 @@ def test_every_section_is_there_in_order(feasible):
     # the navigation links every section, inside the page
     hrefs = [a["href"] for t, a in page.tags if t == "a"]
     assert hrefs == [f"#{s}" for s in FEASIBLE_SECTIONS]
+
+
+def test_canary_runbook_has_each_pools_command_and_bounds(feasible):
+    """One aiperf command per pool at one instance's planned capacity, and per bounded metric of
+    the pool's role its prediction, band and the most a measurement may be (the prediction x (1 +
+    the decision record's band))."""
+    _, _, page, doc = feasible
+    pools = [(s, p) for s in doc["services"] for p in s["pools"]]
+    sec = page.sections["canary"]
+    assert sec.count("aiperf profile --model") == len(pools)
+    for _, p in pools:
+        assert f"rate {p['capacity_qps_per_instance']:.6g} QPS" in sec
+    bands = {(b["service"], b["role"], b["hardware"]): b for b in doc["decision"]["uncertainty"]["pools"]}
+    expected = []
+    for s, p in pools:
+        b = bands[(s["name"], p["role"], p["hardware"])]
+        metrics = {"prefill": ["ttft"], "decode": ["tpot"], "colocated": ["ttft", "tpot"]}[p["role"]]
+        for m in metrics:
+            for q, key in (("p50", f"{m}_ms"), ("p99", f"{m}_p99_ms")):
+                v = p["predicted"][key]
+                if v is not None:
+                    band = b[f"band_{m}_pct"]
+                    expected.append([f"{m}_{q}_ms", f"{v:,.2f}", f"{band:g}%", f"{round(v * (1 + band / 100), 4):,.2f}"])
+    assert [r[:4] for r in page.tables["canary"]] == expected
 
 
 def test_decision_paragraph_states_the_plan(feasible):
@@ -369,7 +393,7 @@ def test_markdown_carries_the_same_sections(nasty, nasty_problem):
     assert r.returncode == 0, r.stderr
     md = r.stdout
     heads = [line for line in md.splitlines() if line.startswith("## ")]
-    assert heads == ["## Decision", "## Pools", "## Cost breakdown", "## Assumptions",
+    assert heads == ["## Decision", "## Pools", "## Cost breakdown", "## Canary runbook", "## Assumptions",
                      "## Uncertainty", "## Replay", "## Runners-up", "## Fallback", "## Valid while",
                      "## Record", "## Solver"]
     assert "![" not in md and "data:image" not in md  # plain text, no images

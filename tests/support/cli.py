@@ -55,9 +55,11 @@ def cli_shared(*args: str) -> subprocess.CompletedProcess:
     return cli(*args)
 
 
-# The decision record's validity search stops at a wall-clock budget (15 s by default); on a
-# loaded machine a search cut short ends elsewhere, so tests that compare two record-carrying
-# runs byte for byte give it a budget no run reaches.
+# The decision record's validity search is deterministic (bounded by solves and CP-SAT's
+# deterministic time); its wall-clock safety net (--record-seconds, 15 s by default) only fires
+# on a machine so loaded that the search (about half a second of CPU on the default problem)
+# takes 15 s, and the record then says cut_short. Tests that compare two record-carrying runs
+# byte for byte keep a net no run reaches, so that even then they compare like with like.
 EXACT_RECORD = ("--record-seconds", "600")
 
 

@@ -105,7 +105,41 @@ def moe_experts(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarra
     return peaks.bound(work, str(dtype))
 
 
+# DeepSeek-V3's MLA geometry (models/deepseek-v3.yaml: hidden 7168, q_lora_rank 1536,
+# kv_lora_rank 512, qk_rope_head_dim 64, qk_nope_head_dim 128, v_head_dim 128), the only model
+# aiconfigurator-core 0.12.0 timed the MLA block tables for
+_MLA_REPLICATED = 7168 * 1536 + 7168 * (512 + 64)  # q_a and kv_a down-projections, every rank
+_MLA_PER_HEAD = 1536 * (128 + 64) + 512 * (128 + 128) + 128 * 7168  # q_b, kv_b, o_proj
+_MLA_LATENT = 512 + 64  # cached elements per token
+
+
+def _mla_params(heads) -> np.ndarray:
+    return _MLA_REPLICATED + np.asarray(heads, dtype=float) * _MLA_PER_HEAD
+
+
+def mla_generation(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """The block's projections on `batch` tokens plus absorbed latent attention over `kv`."""
+    gemm_dtype, kv_dtype, heads = key
+    batch, kv = _floats(xs)
+    params = _mla_params(heads)
+    flops = 2.0 * batch * params + 2.0 * batch * float(heads) * kv * (_MLA_LATENT + 512)
+    nbytes = params * dtype_bytes(gemm_dtype) + batch * kv * _MLA_LATENT * dtype_bytes(kv_dtype)
+    return peaks.bound(Work(flops, nbytes), str(gemm_dtype))
+
+
+def mla_context(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """The block's projections on batch x isl tokens plus causal attention (q.k 192, v 128)."""
+    gemm_dtype, _kv_dtype, heads = key
+    batch, s = _floats(xs)
+    params = _mla_params(heads)
+    flops = 2.0 * batch * s * params + 2.0 * batch * float(heads) * s * (s + 1.0) / 2.0 * (192 + 128)
+    nbytes = params * dtype_bytes(gemm_dtype) + batch * s * 4.0 * 7168 * 2.0
+    return peaks.bound(Work(flops, nbytes), str(gemm_dtype))
+
+
 FAMILY_BOUNDS = {
+    "mla_generation": mla_generation,
+    "mla_context": mla_context,
     "gemm": gemm,
     "attention_context": attention_context,
     "attention_generation": attention_generation,

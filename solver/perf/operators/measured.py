@@ -32,6 +32,10 @@ OPERATOR_FAMILY = {
     "prefill_attention": "attention_context", "decode_attention": "attention_generation",
     "tp_all_reduce": "allreduce", "moe_block": "moe_experts",
 }
+# for MLA models the attention operators carry the whole MLA block (projections answer zero)
+MLA_OPERATOR_FAMILY = OPERATOR_FAMILY | {
+    "projections": "mla_context", "prefill_attention": "mla_context", "decode_attention": "mla_generation",
+}
 
 
 def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, domain: int) -> frozenset[str]:
@@ -41,13 +45,15 @@ def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, d
     docstring; the MoE block's router and shared experts ask the GEMM table)."""
     gqa = not arch.mla_latent
     moe = arch.moe_layers > 0 and arch.gated_mlp
-    out = set()
-    if gqa or moe:
-        out.add("gemm")
+    out = {"gemm"}  # the LM head at least
     if gqa and prefills:
         out.add("attention_context")
     if gqa and decodes:
         out.add("attention_generation")
+    if not gqa and prefills:  # the MLA block (answered where both MLA tables cover the plan)
+        out.add("mla_context")
+    if not gqa and decodes:
+        out.add("mla_generation")
     if 1 < tp <= domain:
         out.add("allreduce")
     if moe:
@@ -68,6 +74,7 @@ class MeasuredTimes:
         self.arch, self.plans = roofline.arch, roofline.plans
         self.gqa = not self.arch.mla_latent
         self.sources: dict[str, np.ndarray] = {}
+        self._mla: np.ndarray | None = None
 
     def _settle(self, name: str, est: Estimate, fallback: np.ndarray, count) -> np.ndarray:
         """The table's seconds where it answered, the roofline's elsewhere; charged and recorded."""
@@ -86,12 +93,28 @@ class MeasuredTimes:
         return dict(heads=a.heads, kv_heads=a.kv_heads, head_dim=a.head_dim, tp=self.roofline.tp,
                     kv_precision=p.kvprec, window=window)
 
+    def _mla_covered(self) -> np.ndarray:
+        """Plans whose MLA block both MLA tables answer (hardware, weight and KV formats, heads)."""
+        if self._mla is None:
+            a, p, one = self.arch, self.plans, np.ones(len(self.plans))
+            gen = hooks.mla_decode(self.tables, p.hw, one, one, a.heads, self.roofline.tp, p.wprec, p.kvprec)
+            ctx = hooks.mla_prefill(self.tables, p.hw, one, one, a.heads, self.roofline.tp, p.wprec, p.kvprec)
+            self._mla = (gen.source != ROOFLINE) & (ctx.source != ROOFLINE)
+        return self._mla
+
+    def _mla_block(self, name: str, est: Estimate, fallback: np.ndarray, count) -> np.ndarray:
+        covered = self._mla_covered()
+        src = np.where(covered, est.source, ROOFLINE).astype(np.int8)
+        return self._settle(name, Estimate(np.where(covered, est.seconds, 0.0), src), fallback, count)
+
     # ---- the protocol ------------------------------------------------------------------------
 
     def projections(self, tokens, count=1.0) -> np.ndarray:
         fallback = self.roofline.projections(tokens)
-        if not self.gqa:
-            return self._roofline_only("projections", fallback, count)
+        if not self.gqa:  # inside the MLA block where its tables cover the plan
+            zero = np.zeros(len(self.plans))
+            return self._mla_block("projections", Estimate(zero, np.zeros(len(self.plans), np.int8)),
+                                   fallback, count)
         a, p = self.arch, self.plans
         est = hooks.attention_projections(self.tables, p.hw, tokens, a.hidden, a.heads, a.kv_heads,
                                           a.head_dim, self.roofline.tp, p.wprec)
@@ -100,21 +123,27 @@ class MeasuredTimes:
     def decode_attention(self, seqs, context, window, count=1.0) -> np.ndarray:
         fallback = self.roofline.decode_attention(seqs, context, window)
         if not self.gqa:
-            return self._roofline_only("decode_attention", fallback, count)
+            p = self.plans
+            est = hooks.mla_decode(self.tables, p.hw, seqs, context, self.arch.heads, self.roofline.tp,
+                                   p.wprec, p.kvprec)
+            return self._mla_block("decode_attention", est, fallback, count)
         est = hooks.decode_attention(self.tables, self.plans.hw, seqs, context, **self._attention_keys(window))
         return self._settle("decode_attention", est, fallback, count)
 
     def prefill_attention(self, tokens, prompt, chunk, window, count=1.0) -> np.ndarray:
         fallback = self.roofline.prefill_attention(tokens, prompt, chunk, window)
         if not self.gqa:
-            return self._roofline_only("prefill_attention", fallback, count)
+            p = self.plans
+            est = hooks.mla_prefill(self.tables, p.hw, tokens, prompt, self.arch.heads, self.roofline.tp,
+                                    p.wprec, p.kvprec)
+            return self._mla_block("prefill_attention", est, fallback, count)
         est = hooks.prefill_attention(self.tables, self.plans.hw, tokens, prompt, **self._attention_keys(window))
         return self._settle("prefill_attention", est, fallback, count)
 
     def dense_mlp(self, tokens, count=1.0) -> np.ndarray:
         fallback = self.roofline.dense_mlp(tokens)
         a, p = self.arch, self.plans
-        if not (self.gqa and a.gated_mlp):
+        if not a.gated_mlp:
             return self._roofline_only("dense_mlp", fallback, count)
         est = hooks.dense_mlp(self.tables, p.hw, tokens, a.hidden, a.dense_mlp_params / (3 * a.hidden),
                               self.roofline.tp, p.wprec)
@@ -138,8 +167,6 @@ class MeasuredTimes:
 
     def lm_head(self, rows, count=1.0) -> np.ndarray:
         fallback = self.roofline.lm_head(rows)
-        if not self.gqa:
-            return self._roofline_only("lm_head", fallback, count)
         a = self.arch
         est = hooks.lm_head(self.tables, self.plans.hw, rows, a.hidden, a.vocab, self.roofline.tp)
         return self._settle("lm_head", est, fallback, count)

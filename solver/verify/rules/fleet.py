@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
-from solver.verify.tally import PoolFigures, Tally, demand_scale, eq, le, site_price, where
+from solver.verify.tally import PoolFigures, Tally, demand_scale, eq, le, where
 
 
 def check_listing(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]:
@@ -39,7 +39,7 @@ def _sites_summary(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]:
         by_type = {h: n for (k, h), n in sorted(t.at_site.items()) if k == x.name and n}
         if dict(x.devices_by_type) != by_type or x.devices != sum(by_type.values()):
             out.append(f"site '{x.name}': devices {dict(x.devices_by_type)} != pools' {by_type}")
-        cost = sum(n * site_price(rp, x.name, h) for h, n in by_type.items())
+        cost = sum(f.cost or 0.0 for f in t.pools if f.pool.site == x.name)
         if abs(cost - x.cost_per_hour) > 1e-6 * max(1.0, cost):
             out.append(f"site '{x.name}': cost_per_hour {x.cost_per_hour} != pools' {cost:.6f}")
     return out

@@ -12,6 +12,7 @@ from solver.profiles.format import write_profile
 from solver.profiles.sources.aic.attention import convert_attention
 from solver.profiles.sources.aic.comm import convert_allreduce, convert_collectives
 from solver.profiles.sources.aic.gemm import convert_gemm
+from solver.profiles.sources.aic.mla import convert_mla
 from solver.profiles.sources.aic.moe import convert_moe
 from solver.profiles.sources.aic.provenance import Converted
 from solver.profiles.sources.aic.source import (
@@ -55,6 +56,9 @@ def convert_aic(
         convert_collectives(systems, system, pkg),
         convert_moe(systems, system, framework, v, cards, all_shapes, pkg),
     )
+    if any(c.attention.kind == "mla" for c in cards):
+        optional += tuple(convert_mla(systems, system, framework, v, phase, pkg)
+                          for phase in ("generation", "context"))
     return out + [t for t in optional if t is not None]
 
 

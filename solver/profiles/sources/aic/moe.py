@@ -1,4 +1,4 @@
-"""MoE experts: moe/<fw>/<v'>/moe_perf.parquet (vLLM, TensorRT-LLM) -> the `moe_experts` table
+"""MoE experts: moe/<fw>/<v'>/moe_perf.parquet (vLLM, TensorRT-LLM, SGLang) -> the `moe_experts` table
 (balanced routing; bf16 and fp8_block; gated (SwiGLU) kernels; the (hidden, expert width, top-k,
 experts) of the MoE model cards; every measured token count, moe_tp and moe_ep)."""
 
@@ -49,6 +49,10 @@ _MOE_TIMED = {
     "vllm": "Timed: vLLM's fused experts with precomputed top-k ids and weights (activation "
             "quantisation, align/permute, grouped gate/up GEMM, SiLU-and-mul, grouped down "
             "GEMM, top-k weighted sum); top-k selection is outside the timing.",
+    "sglang": "Timed: SGLang's fused MoE from router logits (top-k selection, activation "
+              "quantisation, align/permute, grouped gate/up GEMM, SiLU-and-mul, grouped down "
+              "GEMM, top-k weighted sum; Triton kernels on Hopper, FlashInfer TensorRT-LLM-gen "
+              "kernels on Blackwell, named per row in kernel_source).",
 }
 
 
@@ -95,9 +99,10 @@ def _kernels(best: dict[tuple, dict]) -> str:
 def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted | None:
     """The routed-expert table (balanced routing, bf16 and fp8_block, gated kernels).
 
-    vLLM and TensorRT-LLM only: their collectors' timed region is described in the provenance
-    (`_MOE_TIMED`). SGLang's moe_perf is not converted: its collector times a different region
-    (top-k selection inside, its own repeat loop) with its own dtype labels, not checked here."""
+    The collectors' timed region is described in the provenance (`_MOE_TIMED`). SGLang's rows
+    (aiconfigurator-core 0.12.0 `systems/data/<system>/moe/sglang/0.5.14/moe_perf.parquet`)
+    use the same dtype labels (bfloat16, fp8_block) and columns as the other two; like
+    TensorRT-LLM's they include the top-k selection, a kernel of a few microseconds."""
     if framework not in _MOE_TIMED:
         return None
     base = systems / "data" / system / "moe" / framework

@@ -1,0 +1,122 @@
+"""One what-if probe of the validity search: does the winner's structure stay optimal for a
+variant of the problem (another demand or price)?
+
+A probe solves the primary objective restricted to the winner's configurations (its optimum
+`kept`, solver/fleet/solve.py `solve_primary`), then asks whether the whole candidate table has
+a plan more than REGRET better (`reaches`: a feasibility question, which stops at the first
+such plan and needs a weaker proof than the free optimum). The structure stays optimal when it
+has none; when the restricted problem has no plan, when the free one has none either. Only
+values matter, so a probe runs no tie-break stage, builds no plan document and explains no
+infeasible fleet; values are compared exactly in the fleet model's integers (cost in 1e-4
+USD/h with each instance's cost rounded up, so a comparison can differ from one of rounded
+document costs by at most 1e-4 USD/h per instance).
+
+Every probe solve runs on one worker under CP-SAT's deterministic time (PROBE_WORK), so that
+its answer does not depend on machine load; the wall clock (`SearchBudget`, the record's
+`--record-seconds`) is only a safety net, and a probe that ends after it is discarded.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from fractions import Fraction
+
+from solver.candidates.build import reprice
+from solver.candidates.table import CandidateSet
+from solver.fleet.instance import build_instance
+from solver.fleet.solve import SolveOptions, reaches, solve_primary
+from solver.plan.planner import plan
+from solver.problem.load import ResolvedProblem
+from solver.schema.result import PlanResult
+
+REGRET = Fraction(2, 100)  # keeping the structure may cost this much more than re-planning
+# CP-SAT deterministic time per probe solve (its work measure, roughly seconds of one core):
+# survive-failure's probes needed up to 0.42, multi-site's more than 0.5, the other shipped
+# problems' under 0.04 (benchmarks/plan_speed.md)
+PROBE_WORK = 2.0
+# a plan beyond an end (what the plan becomes there): its cost stage, and each tie-break stage
+# (the shipped problems' needed under 0.08 except survive-failure's, up to ~3 s of CPU; a
+# tie-break left unproven still names a cheapest plan: solver/fleet/solve.py)
+BEYOND_WORK = 2.0
+TIEBREAK_WORK = 1.0
+# one presolve round: on these small models the second one cost 60% of a probe solve and
+# changed no optimum (benchmarks/plan_speed.md)
+PRESOLVE_ITERATIONS = 1
+MIN_SOLVE_S = 0.05  # CP-SAT's smallest wall limit as solver/fleet/cpsat.py sets it
+
+
+class SearchBudget:
+    """At most `probes` probes; `seconds` of wall time as a safety net (`cut` once it fired)."""
+
+    def __init__(self, probes: int, seconds: float):
+        self.left = probes
+        self.used = 0
+        self.deadline = time.perf_counter() + seconds
+        self.cut = False
+
+    def take(self) -> bool:
+        if self.cut or self.left <= 0:
+            return False
+        self.left -= 1
+        self.used += 1
+        return True
+
+    def seconds_left(self) -> float:
+        return max(self.deadline - time.perf_counter(), MIN_SOLVE_S)
+
+    def late(self) -> bool:
+        """The deadline passed (the last result may have been cut by it): stop for good."""
+        if time.perf_counter() > self.deadline:
+            self.cut = True
+        return self.cut
+
+
+def regret_target(objective: str, kept: int) -> int:
+    """The value a free plan must reach to beat the kept structure by more than REGRET:
+    min_cost: a cost c with kept > c * (1 + REGRET); max_throughput: a scale c with
+    kept < c * (1 - REGRET) (the largest, resp. smallest, such integer)."""
+    if objective == "max_throughput":
+        return math.floor(Fraction(kept) / (1 - REGRET)) + 1
+    return math.ceil(Fraction(kept) / (1 + REGRET)) - 1
+
+
+class Prober:
+    """Probes of one problem against its winner's configurations, under one budget."""
+
+    def __init__(self, rp: ResolvedProblem, cs: CandidateSet, kept: CandidateSet,
+                 opts: SolveOptions, budget: SearchBudget):
+        self.rp, self.cs, self.kept, self.budget = rp, cs, kept, budget
+        self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
+        self.plans = 0  # full plans made (the structures beyond the ends)
+
+    def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
+        if variant.prices == self.rp.prices:
+            return self.cs, self.kept
+        return reprice(self.cs, variant.prices), reprice(self.kept, variant.prices)
+
+    def holds(self, variant: ResolvedProblem) -> bool | None:
+        """Whether the structure stays optimal at `variant`; None: no budget left."""
+        if not self.budget.take():
+            return None
+        full, kept = self._tables(variant)
+        opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(),
+                                   presolve_iterations=PRESOLVE_ITERATIONS)
+        mine = solve_primary(build_instance(variant, kept), opts)
+        if mine.found:  # undecided (None): no plan REGRET better found within the probe's work
+            target = regret_target(self.rp.problem.objective, mine.value)
+            ok = reaches(build_instance(variant, full), target, opts) is not True
+        else:
+            ok = not solve_primary(build_instance(variant, full), opts).found
+        return None if self.budget.late() else ok
+
+    def best_plan(self, variant: ResolvedProblem) -> PlanResult | None:
+        """The best plan at `variant` (what the plan becomes there); None once the safety net fired."""
+        if self.budget.cut:
+            return None
+        full, _ = self._tables(variant)
+        self.plans += 1
+        opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), primary_work=BEYOND_WORK,
+                                   tiebreak_work=TIEBREAK_WORK)
+        doc = plan(variant, opts, timings=False, candidates=full, compare=False)
+        return None if self.budget.late() else doc

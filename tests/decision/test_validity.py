@@ -1,0 +1,105 @@
+"""The validity search: its exact regret test, the step-out-and-bisect search on a known answer,
+its work budget, and the wall-clock safety net, which never changes a number silently.
+
+The intervals themselves are checked by re-planning at their ends in test_decision.py.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from functools import cache
+
+from solver.candidates.build import build_candidates
+from solver.decision.probe import REGRET, SearchBudget, regret_target
+from solver.decision.validity import MAX_SOLVES, REL_TOL, _edge, validity
+from solver.fleet.solve import SolveOptions
+from solver.plan.planner import plan
+from solver.problem.load import load_problem
+from tests.support.cli import ROOT
+
+OPTS = SolveOptions(time_limit_s=5.0)
+
+
+def test_regret_target_by_hand():
+    assert REGRET == Fraction(2, 100)
+    # min_cost: kept 102 is within 2% of 100 (102 <= 100 * 1.02), not of 99
+    assert regret_target("min_cost", 102) == 99
+    assert regret_target("min_cost", 103) == 100  # 103 / 1.02 = 100.98: 100 beats it by more
+    assert regret_target("min_cost", 100) == 98  # 100 / 1.02 = 98.04
+    # max_throughput: kept 98 is within 2% of 100 (98 >= 100 * 0.98), not of 101
+    assert regret_target("max_throughput", 98) == 101
+    assert regret_target("max_throughput", 99) == 102  # 99 / 0.98 = 101.02
+
+
+def test_edge_steps_out_then_bisects_to_the_resolution():
+    """The plan holds up to 1.37: steps 1.1, 1.25 hold, 1.5 does not, then geometric midpoints
+    until the two ends are within REL_TOL."""
+    asked = []
+
+    def ask(f):
+        asked.append(f)
+        return f < 1.37
+
+    lo, hi, limit = _edge(ask, (1.1, 1.25, 1.5, 2.0))
+    m1 = math.sqrt(1.25 * 1.5)  # 1.3693: holds
+    m2 = math.sqrt(m1 * 1.5)  # 1.4332: fails
+    m3 = math.sqrt(m1 * m2)  # 1.4009: fails
+    m4 = math.sqrt(m1 * m3)  # 1.3850: fails, and 1.3850 - 1.3693 < 2% of 1.3693
+    assert asked == [1.1, 1.25, 1.5, m1, m2, m3, m4]
+    assert (lo, hi, limit) == (m1, m4, False)
+    assert hi - lo <= REL_TOL * lo < m3 - lo
+
+
+def test_edge_that_never_changes_or_runs_out_is_a_search_limit():
+    assert _edge(lambda f: True, (1.1, 1.25)) == (1.25, None, True)
+    answers = iter([True, None])  # the budget runs out at the second step
+    assert _edge(lambda f: next(answers), (1.1, 1.25, 1.5)) == (1.1, None, True)
+
+
+def test_budget_counts_probes_and_the_deadline_marks_it_cut():
+    b = SearchBudget(2, 600.0)
+    assert b.take() and b.take() and not b.take()
+    assert b.used == 2 and not b.late() and not b.cut
+    late = SearchBudget(5, -1.0)  # a deadline already passed
+    assert late.take() and late.late() and late.cut and not late.take()
+
+
+@cache
+def _default():
+    rp = load_problem(ROOT / "problems" / "llama3-70b-online.yaml")
+    cs = build_candidates(rp)
+    return rp, cs, plan(rp, OPTS, timings=False, candidates=cs)
+
+
+def test_search_does_not_depend_on_the_wall_clock_budget():
+    """The same intervals with a 600-s and a 15-s safety net (the search is bounded by probes
+    and CP-SAT's deterministic time, not by the clock), and the solves counted."""
+    rp, cs, doc = _default()
+    a = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
+    b = validity(rp, cs, doc, OPTS, MAX_SOLVES, 15.0)
+    assert a == b and not a.cut_short
+    intervals = [a.demand, *a.prices]
+    assert not any(i.partial for i in intervals) and all(i.probes > 0 for i in intervals)
+    ends = sum(i.below is not None for i in intervals) + sum(i.above is not None for i in intervals)
+    assert a.solves == 2 * sum(i.probes for i in intervals) + ends
+
+
+def test_safety_net_says_so_instead_of_changing_numbers():
+    """A deadline that has passed: the first probe is discarded, every interval is partial,
+    nothing beyond an end is claimed, and the record says the search was cut short."""
+    rp, cs, doc = _default()
+    v = validity(rp, cs, doc, OPTS, MAX_SOLVES, 0.0)
+    assert v.cut_short
+    for i in [v.demand, *v.prices]:
+        assert i.partial and i.low == i.high == i.current
+        assert i.low_is_search_limit and i.high_is_search_limit and i.below is None and i.above is None
+    assert v.demand.probes == 1 and [i.probes for i in v.prices] == [0, 0]
+
+
+def test_a_small_budget_leaves_later_intervals_not_computed():
+    rp, cs, doc = _default()
+    v = validity(rp, cs, doc, OPTS, max_solves=4, seconds=600.0)  # two probes
+    assert not v.cut_short and v.demand.probes == 2
+    assert [i.probes for i in v.prices] == [0, 0]
+    assert all(i.low == i.high == i.current for i in v.prices)
