@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.candidates.links import expand_links, link_classes, slower_link_matches
+from solver.candidates.misses import miss_messages
 from solver.candidates.table import (
     MIN_CAPACITY_QPS,
     CandidateSet,
@@ -43,11 +44,12 @@ from solver.candidates.variants import Variants, build_variants
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
+from solver.perf.speculative import Speculation, speculation_axis
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
 from solver.problem.load import ResolvedProblem
 from solver.schema.problem import Service
-from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 
 def service_roles(s: Service) -> tuple[int, ...]:
@@ -58,13 +60,17 @@ def service_roles(s: Service) -> tuple[int, ...]:
     }[s.runtime]
 
 
-def workload_of(s: Service) -> rt.Workload:
+def workload_of(s: Service, speculation: Speculation | None = None) -> rt.Workload:
     w = s.workload
+    pc = w.prefix_cache
     return rt.Workload(
         input_tokens=w.input_tokens.mean_tokens,
         output_tokens=w.output_tokens.mean_tokens,
         input_p99_tokens=w.input_tokens.p99_tokens,
         output_p99_tokens=w.output_tokens.p99_tokens,
+        speculation=speculation,
+        prefix_hit_rate=(pc.hit_rate or 0.0) if pc is not None else 0.0,
+        shared_prefix_tokens=float(pc.shared_prefix_tokens or 0) if pc is not None else 0.0,
         arrival_cv=w.arrival_cv or 1.0,
     )
 
@@ -93,6 +99,8 @@ def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int
         batch=search.batch,
         wprec=[precision_code(p) for p in s.precisions],
         kvprec=[precision_code(p) for p in kv] if kv is not None else [0],
+        cp=search.cp,
+        spec=speculation_axis(rp.speculation_of(s.name), role),
     )
     if kv is None:  # the KV cache in the weights' precision
         plans = dataclasses.replace(plans, kvprec=plans.wprec.copy())
@@ -106,14 +114,14 @@ def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int
 def _topology_bad(hw: HardwareTable, plans: Plans, supplies: tuple[int | None, ...]) -> np.ndarray:
     supply = np.array([np.inf if s is None else s for s in supplies])[plans.hw]
     per_node = hw.per_node[plans.hw]
-    stage = plans.tp * plans.dp
+    stage = plans.tp * plans.dp * plans.cp
     tiles = np.where(stage >= per_node, stage % per_node == 0, per_node % stage == 0)
     return (plans.devices > supply) | ~tiles
 
 
 def _evaluate(rp, s, arch, hw, role, plans, chunks, kv_link=None) -> rt.RoleMetrics:
     margin = rp.problem.constraints.safety_margin
-    wl, slo, engine = workload_of(s), slo_of(s, margin), rp.engine
+    wl, slo, engine = workload_of(s, rp.speculation_of(s.name)), slo_of(s, margin), rp.engine
     if role == PREFILL:
         return rt.prefill_role(arch, hw, plans, wl, slo, engine, kv_link)
     if role == DECODE:
@@ -142,66 +150,6 @@ def _dominance_keep(hw_idx: np.ndarray, devices: np.ndarray, cap: np.ndarray,
             if not dominated:
                 keep.append(r)
     return np.array(sorted(keep), dtype=int)
-
-
-def _fmt_plan(p: Plans, j: int, chunk: int) -> str:
-    s = f"tp{p.tp[j]} pp{p.pp[j]}"
-    if p.ep[j] > 1 or p.dp[j] > 1:
-        s += f" ep{p.ep[j]} dp{p.dp[j]}"
-    s += f" batch {int(p.batch[j])}"
-    if chunk:
-        s += f" chunk {chunk}"
-    return s
-
-
-def _miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok) -> list[str]:
-    """Explain an empty (service, role): the closest miss per hardware type."""
-    what = f"{ROLES[role]} configuration of {arch.name} for service '{s.name}'"
-    if not valid.any():
-        return [f"no valid {what} in the search space (check search.tp/pp/ep/dp against the model)"]
-    base = valid & topo_ok
-    if not base.any():
-        return [f"no {what} can be placed: every instance needs more devices than the supply"]
-    out: list[str] = []
-    margin = rp.problem.constraints.safety_margin
-    mtxt = f" with the {margin:.0%} safety margin" if margin else ""
-    for h in range(len(hw)):
-        on = base & (plans.hw == h)
-        if not on.any():
-            continue
-        hname = hw.names[h]
-        fits = on & m.fits
-        if not fits.any():
-            j = int(np.flatnonzero(on)[np.argmin(m.memory.total_gib[on])])
-            out.append(
-                f"no {what} fits in memory on {hname}: the smallest needs "
-                f"{m.memory.total_gib[j]:.1f} GiB per device at {_fmt_plan(plans, j, int(chunks[j]))} "
-                f"(usable {m.memory.capacity[j] / 2**30:.1f} GiB)"
-            )
-            continue
-        checks = []
-        if s.slo.ttft_ms and role in (COLOCATED, PREFILL):
-            checks += [("TTFT p50", m.ttft_p50_ms, s.slo.ttft_ms.p50), ("TTFT p99", m.ttft_p99_ms, s.slo.ttft_ms.p99)]
-        if s.slo.tpot_ms and role in (COLOCATED, DECODE):
-            checks += [("TPOT p50", m.tpot_p50_ms, s.slo.tpot_ms.p50), ("TPOT p99", m.tpot_p99_ms, s.slo.tpot_ms.p99)]
-        reported = False
-        for label, vals, bound in checks:
-            if bound is None:
-                continue
-            v = np.where(fits, np.nan_to_num(vals, nan=np.inf), np.inf)
-            j = int(np.argmin(v))
-            if v[j] * (1 + margin) > bound:
-                out.append(
-                    f"no {what} on {hname} meets {label} {bound:g} ms{mtxt}; the fastest is "
-                    f"{v[j]:.0f} ms at {_fmt_plan(plans, j, int(chunks[j]))}"
-                )
-                reported = True
-        if not reported:
-            out.append(
-                f"no {what} on {hname} meets every SLO bound at once (each bound alone is "
-                f"reachable, not together{mtxt})"
-            )
-    return out
 
 
 def build_candidates(rp: ResolvedProblem) -> CandidateSet:
@@ -254,7 +202,7 @@ def _role_candidates(rp, si, s, arch, hw, var: Variants, role, links, decode_typ
     stats.pruned["slo"] += int((fits & ~ok).sum())
     idx = np.flatnonzero(ok)
     if idx.size == 0:
-        misses[(si, role)] = _miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok)
+        misses[(si, role)] = miss_messages(rp, s, arch, hw, role, plans, chunks, m, valid, topo_ok)
         return None
     if kv_link is not None and cls.max(initial=0) > 0:
         drop = slower_link_matches(idx, orig, kv_link[0], kv_link[1], m.capacity_qps)
@@ -286,6 +234,8 @@ def _rows(rp, si, s, arch, hw, var, role, plans, chunks, m, k, kv_link) -> Candi
         pp=plans.pp[k],
         ep=plans.ep[k],
         dp=plans.dp[k],
+        cp=plans.cp[k],
+        spec=plans.spec[k],
         batch=plans.batch[k].astype(int),
         chunk=chunks[k].astype(int),
         devices=devices.astype(int),

@@ -19,11 +19,12 @@ from solver.candidates.table import MIN_CAPACITY_QPS, CandidateSet, CandidateTab
 
 
 def config_rows(t: CandidateTable, service: int, role: int, hw: int, tp: int, pp: int, ep: int, dp: int,
-                batch: int, chunk: int) -> np.ndarray:
+                batch: int, chunk: int, cp: int = 1, spec: int = 0) -> np.ndarray:
     """Indices of the rows of one configuration (service, role, hardware, parallelism, batch,
-    chunk; chunk is 0 for prefill and decode rows)."""
+    chunk; chunk is 0 for prefill and decode rows; context parallelism, speculation on/off)."""
     return np.flatnonzero((t.service == service) & (t.role == role) & (t.hw == hw) & (t.tp == tp) & (t.pp == pp)
-                          & (t.ep == ep) & (t.dp == dp) & (t.batch == batch) & (t.chunk == chunk))
+                          & (t.ep == ep) & (t.dp == dp) & (t.batch == batch) & (t.chunk == chunk)
+                          & (t.cp == cp) & (t.spec == spec))
 
 
 def derate(cs: CandidateSet, factor: np.ndarray) -> CandidateSet:

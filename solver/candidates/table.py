@@ -39,6 +39,8 @@ class CandidateTable:
     kv_bw: np.ndarray | None = None  # prefill: bytes/s per device of the KV link (NaN otherwise)
     kv_lat: np.ndarray | None = None  # prefill: seconds of latency of the KV link
     kv_ms: np.ndarray | None = None  # prefill: KV transfer time of a mean prompt (part of TTFT)
+    cp: np.ndarray | None = None  # context-parallel ranks (1 when not given)
+    spec: np.ndarray | None = None  # 1: decodes speculatively (0 when not given)
     # choices beyond parallelism (candidates/variants.py); defaults: not recorded
     power_cap_w: np.ndarray | None = None  # board power limit per device, W (NaN: none given)
     wprec: np.ndarray | None = None  # weight precision code (index into PRECISIONS; -1: unknown)
@@ -48,7 +50,7 @@ class CandidateTable:
     def __post_init__(self) -> None:
         n = len(self.service)
         defaults = {"kv_bw": np.nan, "kv_lat": np.nan, "kv_ms": np.nan, "power_cap_w": np.nan,
-                    "wprec": -1, "kvprec": -1, "owned_cost": 0.0}
+                    "wprec": -1, "kvprec": -1, "owned_cost": 0.0, "cp": 1, "spec": 0}
         for name, v in defaults.items():
             if getattr(self, name) is None:
                 object.__setattr__(self, name, np.full(n, v))
@@ -67,7 +69,8 @@ class CandidateTable:
 
     @classmethod
     def empty(cls) -> CandidateTable:
-        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "wprec", "kvprec"}
+        ints = {"service", "role", "hw", "tp", "pp", "ep", "dp", "batch", "chunk", "devices", "wprec", "kvprec",
+                "cp", "spec"}
         return cls(**{f.name: np.zeros(0, dtype=int if f.name in ints else float) for f in fields(cls)})
 
     def rows(self, service: int, role: int) -> np.ndarray:

@@ -30,6 +30,17 @@ def _routing(spec: str | None, placement: str):
         raise InputError(f"--routing: {exc}") from None
 
 
+def _speculative(spec: str | None):
+    from solver.schema.speculative import Speculative
+
+    if spec is None:
+        return None
+    try:
+        return Speculative.from_spec(spec)
+    except ValueError as exc:
+        raise InputError(f"--speculative: {exc}") from None
+
+
 def _cmd_schema(a: argparse.Namespace) -> int:
     from solver.schema.publish import DOCUMENTS, render
 
@@ -56,10 +67,11 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
     r = estimate(
         shipped.model_card(a.model), shipped.hardware_card(a.hardware),
-        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, stage=a.stage, batch=a.batch,
+        tp=a.tp, pp=a.pp, ep=a.ep, dp=a.dp, cp=a.cp, stage=a.stage, batch=a.batch,
         concurrency=a.concurrency, input_tokens=a.input_tokens, output_tokens=a.output_tokens,
         precision=a.precision, kv_precision=a.kv_precision, engine_name=a.engine,
-        routing=_routing(a.routing, a.placement), power_cap_w=a.power_cap,
+        routing=_routing(a.routing, a.placement), speculative=_speculative(a.speculative),
+        prefix_hit_rate=a.prefix_hit_rate, power_cap_w=a.power_cap,
     )
     print(r.model_dump_json(indent=2) if a.format == "json" else estimate_text(r))
     return 0

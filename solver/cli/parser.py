@@ -64,6 +64,9 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--hardware", required=True, help="hardware card name or path")
     for flag in ("tp", "pp", "ep", "dp"):
         e.add_argument(f"--{flag}", type=_positive, default=1)
+    e.add_argument("--cp", type=_positive, default=1,
+                   help="context-parallel ranks: the prompt split over them (ring attention), "
+                   "their KV sharded for decode; devices = tp x pp x dp x cp")
     e.add_argument("--stage", choices=["prefill", "decode"])
     load = e.add_mutually_exclusive_group()
     load.add_argument("--batch", type=_positive)
@@ -82,6 +85,13 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
                    "histogram:C1,C2,... (routed tokens per expert)")
     e.add_argument("--placement", choices=["load_balanced", "in_order"], default="load_balanced",
                    help="how experts are placed on expert-parallel ranks (with --routing)")
+    e.add_argument("--speculative", default=None, metavar="METHOD:K:A[:DRAFT]",
+                   help="decode speculatively: draft|eagle|mtp|ngram, K drafted tokens, acceptance "
+                   "rate A, DRAFT the draft model's card for method draft (e.g. eagle:3:0.75, "
+                   "draft:4:0.7:llama-3.1-8b); applies to the decode step")
+    e.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+                   help="share of each prompt's tokens served from a prefix cache (0 to 0.99); "
+                   "prefill computes the rest")
     e.add_argument("--format", choices=["table", "json"], default="table")
 
 

@@ -42,6 +42,7 @@ def pools_summary(doc: PlanResult) -> str:
     for s in doc.services:
         for p in s.pools:
             par = f"tp{p.tp} pp{p.pp}" + (f" ep{p.ep} dp{p.dp}" if p.ep > 1 or p.dp > 1 else "")
+            par += (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
             cap = f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else ""
             parts.append(f"{s.name} {p.role} {p.instances}x {p.hardware}{cap} {par} batch {p.batch}")
     return "; ".join(parts)
@@ -70,7 +71,8 @@ def _winner_rows(cs: CandidateSet, winner: PlanResult, rp: ResolvedProblem) -> n
         for p in svc.pools:
             mask |= ((t.service == si) & (t.role == ROLES.index(p.role)) & (t.hw == names.index(p.hardware))
                      & (t.tp == p.tp) & (t.pp == p.pp) & (t.ep == p.ep) & (t.dp == p.dp)
-                     & (t.batch == p.batch) & (t.chunk == (p.chunk_tokens or 0)))
+                     & (t.batch == p.batch) & (t.chunk == (p.chunk_tokens or 0))
+                     & (t.cp == (p.cp or 1)) & (t.spec == int(p.speculative is not None)))
     return mask
 
 

@@ -9,6 +9,7 @@ from solver import __version__
 from solver.candidates.build import build_candidates
 from solver.decision.alternatives import fallback, runners_up
 from solver.decision.bands import plan_uncertainty
+from solver.decision.dimensions import choices
 from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity
 from solver.fleet.solve import SolveOptions
@@ -57,5 +58,6 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
         input_sha256=input_sha256(rp),
         fleetplan_version=__version__,
         replay=check,
+        choices=choices(rp, cs, doc, what_if),
     )
     return doc.model_copy(update={"decision": record})

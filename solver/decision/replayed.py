@@ -74,7 +74,8 @@ class _SharedInstances(InstanceMaker):
 
     def __call__(self, spec: PoolSpec, table: RequestTable, index: int):
         p = spec.pool
-        key = (spec.service, p.role, p.hardware, p.tp, p.pp, p.ep, p.dp, p.batch, p.chunk_tokens)
+        key = (spec.service, p.role, p.hardware, p.tp, p.pp, p.ep, p.dp, p.cp, p.speculative, p.batch,
+               p.chunk_tokens)
         first = self._first.setdefault(key, p)
         return super().__call__(spec if first is p else replace(spec, pool=first), table, index)
 
@@ -112,7 +113,9 @@ def _predicted(p: Pool) -> dict[str, float | None]:
 def pool_label(p: Pool | SimulatedPool) -> str:
     site = f"@{p.site}" if p.site else ""
     chunk = f" chunk {p.chunk_tokens}" if p.chunk_tokens else ""
-    return f"{p.role} {p.hardware}{site} tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp} batch {p.batch}{chunk}"
+    cp, spec = p.cp, p.speculative
+    extra = (f" cp{cp}" if cp else "") + (f" +{spec}" if spec else "")
+    return f"{p.role} {p.hardware}{site} tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp}{extra} batch {p.batch}{chunk}"
 
 
 def _shortfalls(service: str, pool: str, lats: list[ReplayedLatency]) -> list[Shortfall]:
@@ -156,7 +159,8 @@ def replay_round(rp: ResolvedProblem, doc: PlanResult, replayer: Replayer) -> _R
             label = pool_label(p)
             pools.append(ReplayedPool(
                 service=sr.name, role=p.role, hardware=p.hardware, site=p.site, tp=p.tp, pp=p.pp, ep=p.ep,
-                dp=p.dp, batch=p.batch, chunk_tokens=p.chunk_tokens, instances=p.instances,
+                dp=p.dp, batch=p.batch, chunk_tokens=p.chunk_tokens, cp=p.cp, speculative=p.speculative,
+                instances=p.instances,
                 planned_capacity_qps=p.capacity_qps, throughput_qps=round(sp.replay.throughput_rps, 6),
                 steady_qps=sp.steady_qps,
                 goodput_share=sp.replay.goodput_share, latencies=lats))
@@ -183,7 +187,7 @@ def _derate(rp: ResolvedProblem, cs: CandidateSet, rnd: _Round, cumulative: dict
         si, p = rnd.keys[key]
         f = factor_of(misses)
         rows = config_rows(cs.table, si, ROLES.index(p.role), rp.hardware_names.index(p.hardware), p.tp, p.pp,
-                           p.ep, p.dp, p.batch, p.chunk_tokens or 0)
+                           p.ep, p.dp, p.batch, p.chunk_tokens or 0, p.cp or 1, int(p.speculative is not None))
         factor[rows] = f
         cumulative[key] = cumulative.get(key, 1.0) * f
         out.append(Derating(round=k, service=misses[0].service, pool=misses[0].pool, factor=round(f, 6),

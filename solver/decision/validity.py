@@ -1,5 +1,6 @@
-"""How long the plan stays right: the demand and price intervals over which it stays optimal,
-found by re-solving, and what to re-measure when.
+"""How long the plan stays right: the demand, price and (for services that may speculate, or
+have a prefix cache's hit rate) acceptance-rate and hit-rate intervals over which it stays
+optimal, found by re-solving, and what to re-measure when.
 
 "Stays optimal" means: keeping the plan's configurations (its pools' hardware, parallelism and
 batch; instance counts re-optimised for the new value) costs at most REGRET more than the best
@@ -12,7 +13,9 @@ scale, or one device type's price) until the plan stops being optimal, then bise
 last good and the first bad value until they are within REL_TOL of each other (the interval's
 resolution). A probe solves the primary objective twice (free, and restricted to the winner's
 configurations: solver/decision/probe.py) on candidate tables built once and repriced; the plan
-the problem becomes just beyond an end is then planned in full, once per end.
+the problem becomes just beyond an end is then planned in full, once per end. An acceptance or
+hit rate changes capacities: its probes build the tables again per value (`_Rebuilding`), under
+a budget of their own (MAX_SOLVES / 4 probes, half the seconds).
 
 The search is deterministic: it is bounded by a number of probes (MAX_SOLVES, two solves each)
 and each solve by CP-SAT's deterministic time (PROBE_WORK) on one worker, never by the clock.
@@ -24,14 +27,18 @@ discarded, the search stops, the record says `cut_short` and every interval not 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 
+from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
+from solver.decision.dimensions import with_acceptance, with_hit_rate
 from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
 from solver.problem.load import ResolvedProblem, derive
 from solver.schema.decision import Interval, Remeasure, Validity
+from solver.schema.prefix import MAX_HIT_RATE
 from solver.schema.result import PlanResult
 
 STEPS_UP = (1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
@@ -89,6 +96,68 @@ def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> 
     )
 
 
+class _Rebuilding(Prober):
+    """Probes of an input that changes capacities (an acceptance or a hit rate): the candidate
+    tables are built again for each probed value, the kept ones restricted to the winner's
+    configurations; a value probed twice (clamped to its cap) is answered once."""
+
+    def __init__(self, rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions, budget: SearchBudget):
+        super().__init__(rp, None, None, opts, budget)  # type: ignore[arg-type]
+        self.winner = winner
+        self._built: tuple[ResolvedProblem, CandidateSet, CandidateSet] | None = None
+        self._seen: dict[int, tuple[ResolvedProblem, bool]] = {}  # by identity; holds the variant
+
+    def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
+        if self._built is None or self._built[0] is not variant:
+            full = build_candidates(variant)
+            self._built = (variant, full, only_configurations(full, self.winner, variant))
+        return self._built[1], self._built[2]
+
+    def holds(self, variant: ResolvedProblem) -> bool | None:
+        if id(variant) not in self._seen:
+            ok = super().holds(variant)
+            if ok is None:
+                return None
+            self._seen[id(variant)] = (variant, ok)
+        return self._seen[id(variant)][1]
+
+
+def _values(current: float, cap: float, at: Callable[[float], ResolvedProblem]):
+    """The variant at factor f of `current`, clamped to `cap`: one problem object per value
+    (a value probed twice is the same object, which _Rebuilding answers once)."""
+    made: dict[float, ResolvedProblem] = {}
+
+    def variant(f: float) -> ResolvedProblem:
+        x = round(min(current * f, cap), 6)
+        if x not in made:
+            made[x] = at(x)
+        return made[x]
+
+    return variant
+
+
+def _rebuilt_interval(quantity: str, unit: str, current: float, cap: float, pr: _Rebuilding,
+                      at: Callable[[float], ResolvedProblem]) -> Interval:
+    i = _interval(quantity, unit, current, pr, _values(current, cap, at))
+    if i.high >= cap:
+        i = i.model_copy(update={"high": cap, "high_is_search_limit": True})
+    return i
+
+
+def _acceptance_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+    """Service si's acceptance rate (at most 1)."""
+    s = rp.problem.services[si]
+    return _rebuilt_interval(f"acceptance rate of '{s.name}' ({s.speculative.method})", "acceptance",
+                             s.speculative.acceptance_rate, 1.0, pr, lambda x: with_acceptance(rp, si, x))
+
+
+def _hit_rate_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE)."""
+    s = rp.problem.services[si]
+    return _rebuilt_interval(f"prefix hit rate of '{s.name}'", "hit rate", s.workload.prefix_cache.hit_rate,
+                             MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
+
+
 def remeasure(doc: PlanResult) -> list[Remeasure]:
     """Per measured table group (hardware, engine, version): when to measure again and why."""
     a = doc.assumptions
@@ -140,5 +209,14 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
             continue
         prices.append(_interval(f"price of {name}", "USD/device-hour", current, pr,
                                 lambda f, name=name, current=current: derive(rp, prices={name: current * f})))
+    # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables)
+    own = SearchBudget(max_solves // 4, seconds / 2)
+    rebuilt = _Rebuilding(rp, winner, opts, own)
+    services = rp.problem.services
+    acceptance = [_acceptance_interval(rp, si, rebuilt) for si, s in enumerate(services)
+                  if s.speculative is not None] or None
+    hit_rates = [_hit_rate_interval(rp, si, rebuilt) for si, s in enumerate(services)
+                 if s.workload.prefix_cache is not None and s.workload.prefix_cache.hit_rate] or None
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
-                    solves=2 * budget.used + pr.plans, cut_short=budget.cut)
+                    solves=2 * (budget.used + own.used) + pr.plans + rebuilt.plans,
+                    cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates)

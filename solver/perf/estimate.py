@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from typing import Literal
 
+from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf import closed_loop as loop
+from solver.perf import prefix, speculative
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.operators.tables import measured_tables
 from solver.perf.power import capped_card, capped_profiles
+from solver.perf.speculative import Speculation
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import GIB, HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
@@ -19,7 +22,10 @@ from solver.profiles import ProfileSet
 from solver.schema.cards import HardwareCard, ModelCard, Precision
 from solver.schema.engine import EngineParams
 from solver.schema.estimate import EstimateResult, MemoryBreakdown, TimeBreakdown
+from solver.schema.prefix import MAX_HIT_RATE
+from solver.schema.problem import MAX_CP
 from solver.schema.routing import Routing
+from solver.schema.speculative import Speculative
 
 Stage = Literal["prefill", "decode"]
 
@@ -62,6 +68,7 @@ def estimate(
     pp: int = 1,
     ep: int = 1,
     dp: int = 1,
+    cp: int = 1,
     stage: Stage | None = None,
     batch: int | None = None,
     concurrency: int | None = None,
@@ -72,24 +79,24 @@ def estimate(
     engine: EngineParams | None = None,
     engine_name: str | None = None,
     routing: Routing | None = None,
+    speculative: Speculative | None = None,
+    prefix_hit_rate: float | None = None,
     power_cap_w: float | None = None,
 ) -> EstimateResult:
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
     batch = _check_counts(stage, batch, concurrency, input_tokens, output_tokens)
+    _check_options(cp, prefix_hit_rate, concurrency)
     try:
         arch = ModelArch.from_card(model).with_routing(routing)
     except ValueError as exc:
         raise InputError(f"--routing: {exc}") from None
     hw = _hardware_table(hardware, engine, engine_name, power_cap_w)
+    sp = _speculation(model, speculative, stage, concurrency)
     plans = Plans.of(hw=0, tp=tp, pp=pp, ep=ep, dp=dp, batch=batch or concurrency,
-                     wprec=precision_code(precision), kvprec=precision_code(kv_precision))
-    broken = [RULES[k] for k, m in invalid_reasons(arch, plans).items() if m[0]]
-    if broken:
-        raise InputError(
-            f"tp={tp} pp={pp} ep={ep} dp={dp} is not a valid plan for {model.name}: "
-            + "; ".join(broken)
-        )
+                     wprec=precision_code(precision), kvprec=precision_code(kv_precision), cp=cp,
+                     spec=int(sp is not None))
+    _check_plan(arch, plans, model.name)
     notes: list[str] = []
     math = precision if hardware.supports(precision) else "bf16"
     if math != precision:
@@ -97,18 +104,61 @@ def estimate(
             f"{hardware.name} has no native {precision} math: weights are stored in {precision} "
             "and the GEMMs run in bf16 (weight-only quantisation)"
         )
-    wl = rt.Workload(float(input_tokens), float(output_tokens))
+    wl = rt.Workload(float(input_tokens), float(output_tokens), speculation=sp,
+                     prefix_hit_rate=prefix_hit_rate or 0.0)
     common = dict(
-        model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp,
-        devices_per_instance=tp * pp * dp, precision=precision, kv_precision=kv_precision,
+        model=model.name, hardware=hardware.name, tp=tp, pp=pp, ep=ep, dp=dp, cp=cp,
+        devices_per_instance=tp * pp * dp * cp, precision=precision, kv_precision=kv_precision,
         math_precision=math, batch=batch, concurrency=concurrency,
         input_tokens=input_tokens, output_tokens=output_tokens,
         routing=arch.expert_routing.description if arch.moe_layers else None,
+        speculative=speculative.label if sp is not None and speculative is not None else None,
+        prefix_hit_rate=prefix_hit_rate,
         power_cap_w=power_cap_w,
     )
     if concurrency is not None:
         return _closed_loop_doc(arch, hw, plans, wl, concurrency, engine, common, notes, hardware)
     return _stage_doc(arch, hw, plans, wl, float(batch), stage, engine, common, notes, hardware)  # type: ignore[arg-type]
+
+
+def _check_options(cp: int, prefix_hit_rate: float | None, concurrency: int | None) -> None:
+    """--cp and --prefix-hit-rate within their bounds (InputError otherwise)."""
+    if not 1 <= cp <= MAX_CP:
+        raise InputError(f"--cp must be between 1 and {MAX_CP} (got {cp})")
+    if prefix_hit_rate is not None:
+        if not 0.0 <= prefix_hit_rate <= MAX_HIT_RATE:
+            raise InputError(f"--prefix-hit-rate must be between 0 and {MAX_HIT_RATE} (got {prefix_hit_rate:g})")
+        if concurrency is not None:
+            raise InputError("--prefix-hit-rate applies to --stage prefill or a static batch; the closed "
+                             "loop (--concurrency) does not model it")
+
+
+def _check_plan(arch: ModelArch, plans: Plans, name: str) -> None:
+    """The plan (one row) must be well-formed for the model (InputError naming every rule it breaks)."""
+    broken = [RULES[k] for k, m in invalid_reasons(arch, plans).items() if m[0]]
+    if broken:
+        p = plans
+        raise InputError(
+            f"tp={p.tp[0]} pp={p.pp[0]} ep={p.ep[0]} dp={p.dp[0]} cp={p.cp[0]} is not a valid plan "
+            f"for {name}: " + "; ".join(broken)
+        )
+
+
+def _speculation(model: ModelCard, speculative: Speculative | None, stage, concurrency) -> Speculation | None:
+    """The decode step's speculation; its draft card resolved (and of the target's vocabulary).
+    None without one, or for a prefill-only estimate (prefill does not speculate)."""
+    if speculative is None or stage == "prefill":
+        return None
+    if concurrency is not None:
+        raise InputError("--speculative applies to --stage decode or a static batch; the closed "
+                         "loop (--concurrency) does not model it")
+    if speculative.method != "draft" or speculative.draft_model is None:
+        return Speculation.of(speculative)
+    draft = shipped.model_card(speculative.draft_model)
+    if draft.vocab_size != model.vocab_size:
+        raise InputError(f"--speculative: {draft.name} has a vocabulary of {draft.vocab_size} tokens, "
+                         f"{model.name} of {model.vocab_size}; a draft model must share the tokenizer")
+    return Speculation.of(speculative, ModelArch.from_card(draft))
 
 
 def _hardware_table(card: HardwareCard, engine: EngineParams, engine_name: str | None,
@@ -175,9 +225,15 @@ def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: Engin
     """One prefill pass, one decode step, or (no stage) a static batch prefilled then decoded."""
     s, o = wl.input_tokens, wl.output_tokens
     step = engine.step_overhead_ms * 1e-3
-    pre_st = stage_time(arch, hw, plans, Load.prefill(B / float(plans.dp[0]), s), engine)
+    pre_st = stage_time(arch, hw, plans, prefix.prefill_load(B / float(plans.dp[0]), wl, s), engine)
     prefill_s = pass_latency(plans, pre_st, engine)
     dec_s, dec_st = rt.cycle(arch, hw, plans, Load.decode(B, wl.decode_context), engine)
+    sp = wl.speculation  # the decode step is then the speculative iteration per token
+    dec_s = speculative.per_token_s(arch, hw, plans, B, wl.decode_context, engine, sp, dec_s, rt.cycle)
+    if sp is not None:
+        notes.append(f"speculative decoding {sp.method}: {sp.tokens} drafted tokens at acceptance "
+                     f"{sp.acceptance_rate:g} yield {sp.expected_tokens:.3f} tokens per verification; "
+                     "decode_step_ms and tpot_ms are per token")
     prefill_ms, decode_ms = float(prefill_s[0] * 1e3), float(dec_s[0] * 1e3)
     if stage == "prefill":
         mem = memory(arch, hw, plans, s, B * s, engine)
@@ -187,6 +243,7 @@ def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: Engin
         sources = _sources((pre_st, 1.0))
     elif stage == "decode":
         mem = memory(arch, hw, plans, wl.decode_context, B, engine)  # staggered contexts
+        mem = speculative.with_proposer_memory(mem, arch, plans, B, wl.decode_context, sp)
         qps = B / (o * float(dec_s[0]))
         tokens = B / float(dec_s[0])
         ttft, tpot, st = None, decode_ms, dec_st
@@ -194,6 +251,7 @@ def _stage_doc(arch, hw, plans, wl, B: float, stage: Stage | None, engine: Engin
     else:
         # static batch: prefill the batch, then decode it to the end (aiconfigurator run_static)
         mem = memory(arch, hw, plans, s + o, B * s, engine)
+        mem = speculative.with_proposer_memory(mem, arch, plans, B, s + o, sp)
         total = float(prefill_s[0] + o * dec_s[0])
         qps = B / total
         tokens = qps * o

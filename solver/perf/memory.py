@@ -5,7 +5,8 @@ when TP exceeds them (ceil(n_kv/tp) heads per device); dense MLPs split over TP;
 over EP and, inside an expert group, over the remaining tp*dp/ep devices; embeddings and LM head
 are vocabulary-parallel in bf16 (first and last stage). KV cache: every sequence's context for
 the stage's layers, local-attention layers bounded by their window; an MLA latent cache is not
-split by TP. Activations follow aiconfigurator's empirical factor (docs/sources.md, "Activation and runtime memory").
+split by TP. Context parallelism (context_parallel.py) replicates the weights on its ranks and
+shards every sequence's KV and the pass's tokens over them. Activations follow aiconfigurator's empirical factor (docs/sources.md, "Activation and runtime memory").
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ def memory(
     """
     t = plans.tp.astype(float)
     d = plans.dp.astype(float)
+    cp = plans.cp.astype(float)  # context parallelism shards the KV and the pass's tokens
     ctx = np.asarray(context_tokens, dtype=float)
     per_token = kv_bytes_per_token(arch, plans)
     if arch.local_layers:
@@ -104,11 +106,11 @@ def memory(
         eff_ctx = ctx * (1.0 - local_share) + np.minimum(ctx, w) * local_share
     else:
         eff_ctx = ctx
-    kv = plans.batch / d * eff_ctx * per_token
+    kv = plans.batch / d * eff_ctx / cp * per_token
     # activations: 2 bytes x tokens x hidden x c(tp), c = 11, 6.5, 5, 5 for tp 1, 2, 4, 8 in
     # aiconfigurator's TRT-LLM backend; 5 + 6/tp follows that curve. MoE doubles it.
     factor = (5.0 + 6.0 / t) * (2.0 if arch.moe_layers else 1.0)
-    tokens = np.asarray(pass_tokens, dtype=float) / d
+    tokens = np.asarray(pass_tokens, dtype=float) / (d * cp)
     act = np.maximum(tokens * arch.hidden * ACT_BYTES * factor, 70 * 1024.0**2)
     reserve = (engine.runtime_reserve_gib + np.where(plans.devices > 1, engine.collective_buffer_gib, 0.0)) * GIB
     capacity = hw.mem_bytes[plans.hw] * engine.gpu_memory_utilization

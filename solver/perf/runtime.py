@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.perf import prefix, speculative
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
 from solver.perf.slots import budget_decoders, queue_wait, slot_wait
@@ -206,10 +207,10 @@ def prefill_role(
 ) -> RoleMetrics:
     """`kv_link`: the link the KV cache crosses to the decode pool (see kv_transfer_s)."""
     B = plans.batch
-    st = stage_time(arch, hw, plans, Load.prefill(B / plans.dp, wl.input_tokens), engine)
+    st = stage_time(arch, hw, plans, prefix.prefill_load(B / plans.dp, wl, wl.input_tokens), engine)
     latency = pass_latency(plans, st, engine)
     if wl.input_p99 != wl.input_tokens:
-        st99 = stage_time(arch, hw, plans, Load.prefill(B / plans.dp, wl.input_p99), engine)
+        st99 = stage_time(arch, hw, plans, prefix.prefill_load(B / plans.dp, wl, wl.input_p99), engine)
         latency99 = pass_latency(plans, st99, engine)
     else:
         latency99 = latency
@@ -267,10 +268,11 @@ def decode_role(
         tpot99, _ = cycle(arch, hw, plans, Load.decode(B, long_ctx), engine)
     else:
         tpot99 = tpot
+    tpot, tpot99 = speculative.decode_tpots(arch, hw, plans, B, wl, long_ctx, engine, tpot, tpot99, cycle)
     ok = _within(tpot * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
         tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin
     )
-    mem = memory(arch, hw, plans, wl.decode_context, B, engine)
+    mem = speculative.decode_memory(arch, hw, plans, B, wl, engine)
     fill = slot_fill(slo, engine)
     capacity = fill * B / (wl.output_tokens * tpot)
     nan = np.full(len(plans), np.nan)

@@ -17,7 +17,8 @@ batching mixes them. Per layer we charge:
   a `moe_experts` table covers the model, rescaled from the collector's balanced routing to the
   modelled one, see solver/perf/operators/measured.py);
 - tensor-parallel all-reduces (attention out, MLP out) and, with attention data parallelism, the
-  MoE dispatch/combine all-to-all;
+  MoE dispatch/combine all-to-all; with context parallelism, the ring's exposed KV exchange
+  and the decode merge (context_parallel.py);
 - the small kernels (residual adds, norms, activation): a fixed cost per kernel plus their HBM
   traffic (`counts.elementwise`).
 
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.perf import context_parallel
 from solver.perf.arch import ModelArch
 from solver.perf.operators import OperatorTimes, operator_times
 from solver.perf.tables import HardwareTable, Plans
@@ -142,15 +144,18 @@ def _feed_forward(arch: ModelArch, times: OperatorTimes, plans: Plans, tokens, l
 def stage_time(
     arch: ModelArch, hw: HardwareTable, plans: Plans, load: Load, engine: EngineParams
 ) -> StageTime:
-    """Time of one iteration of `load` (per DP rank) on the slowest pipeline stage."""
+    """Time of one iteration of `load` (per DP rank) on the slowest pipeline stage; with context
+    parallelism, of one CP rank's share (solver/perf/context_parallel.py)."""
     tally = SourceTally(len(plans))
     times = operator_times(arch, hw, plans, tally)
+    load = context_parallel.shard(load, plans)
     layers = np.ceil(arch.layers / plans.pp.astype(float))
     tokens = load.dec_seqs + load.pre_tokens
 
     proj = times.projections(tokens, layers)
     attn = _attention_layers(arch, times, load, layers)
     ffn, comm = _feed_forward(arch, times, plans, tokens, layers)
+    comm = comm + context_parallel.exchange_s(arch, hw, plans, load, attn)
     # the small kernels: their launch costs and their HBM traffic
     kernel_s = (times.layer_kernel_overhead(engine) + times.elementwise(tokens, layers)) * layers
     lm_head = times.lm_head(load.logits)  # last stage, vocabulary split over TP

@@ -141,9 +141,14 @@ class Fabric:
         return np.where(self.su_peer_bw > 0, mesh, self.su_bw)
 
 
+DEFAULTS = {"cp": 1, "spec": 0}  # columns `Plans.of` and `Plans.grid` may be given without
+
+
 @dataclass(frozen=True, slots=True)
 class Plans:
-    """One row per (hardware type, tp, pp, ep, dp, batch, precision) plan of one model."""
+    """One row per (hardware type, tp, pp, ep, dp, batch, precision, cp, speculation) plan of one
+    model. `cp` (context-parallel ranks, solver/perf/context_parallel.py) and `spec` (1: decode
+    speculatively, solver/perf/speculative.py) default to 1 and 0 in `of` and `grid`."""
 
     hw: np.ndarray  # index into HardwareTable
     tp: np.ndarray
@@ -153,6 +158,8 @@ class Plans:
     batch: np.ndarray  # sequences per instance (prefill: prompts per forward pass)
     wprec: np.ndarray  # weight/math precision code (index into PRECISIONS)
     kvprec: np.ndarray  # KV cache precision code
+    cp: np.ndarray  # context-parallel ranks (ring attention over the prompt, sharded KV)
+    spec: np.ndarray  # 1: the service's speculative decoding is on in this plan, 0: off
 
     def __post_init__(self) -> None:
         n = len(self.hw)
@@ -166,8 +173,8 @@ class Plans:
 
     @property
     def devices(self) -> np.ndarray:
-        """Devices per instance: attention TP x attention DP x pipeline stages."""
-        return self.tp * self.dp * self.pp
+        """Devices per instance: attention TP x attention DP x context parallel x pipeline stages."""
+        return self.tp * self.dp * self.cp * self.pp
 
     def with_batch(self, batch) -> Plans:
         """The same plans at another batch (scalar or array)."""
@@ -182,17 +189,20 @@ class Plans:
     def of(cls, **cols) -> Plans:
         """Build from scalars or arrays, broadcasting to a common length."""
         names = [f.name for f in fields(cls)]
+        cols = {**DEFAULTS, **cols}
         missing = set(names) - set(cols)
         if missing:
             raise ValueError(f"Plans.of needs {sorted(missing)}")
         arrays = np.broadcast_arrays(*[np.atleast_1d(np.asarray(cols[k])) for k in names])
-        kinds = {"hw": int, "tp": int, "pp": int, "ep": int, "dp": int, "wprec": int, "kvprec": int}
+        kinds = {"hw": int, "tp": int, "pp": int, "ep": int, "dp": int, "wprec": int, "kvprec": int,
+                 "cp": int, "spec": int}
         return cls(**{k: np.array(a, dtype=kinds.get(k, float)) for k, a in zip(names, arrays)})
 
     @classmethod
     def grid(cls, **axes: Sequence) -> Plans:
         """Cartesian product of the given axes (each a sequence of values)."""
         names = [f.name for f in fields(cls)]
+        axes = {**{k: [v] for k, v in DEFAULTS.items()}, **axes}
         values = [list(axes[k]) for k in names]
         idx = np.array(list(itertools.product(*[range(len(v)) for v in values])), dtype=np.int64)
         if idx.size == 0:

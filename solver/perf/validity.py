@@ -23,14 +23,14 @@ RULES: dict[str, str] = {
     "ep_experts": "ep must divide the number of experts",
     "ep_group": "ep must divide tp x dp (experts are spread over one stage's devices)",
     "batch_dp": "batch must be at least dp (one sequence per attention rank)",
-    "positive": "tp, pp, ep, dp and batch must be positive",
+    "positive": "tp, pp, ep, dp, cp and batch must be positive",
 }
 
 
 def invalid_reasons(arch: ModelArch, plans: Plans) -> dict[str, np.ndarray]:
     """Boolean mask per rule: True where the plan breaks it."""
     tp, pp, ep, dp = plans.tp, plans.pp, plans.ep, plans.dp
-    positive = (tp >= 1) & (pp >= 1) & (ep >= 1) & (dp >= 1) & (plans.batch >= 1)
+    positive = (tp >= 1) & (pp >= 1) & (ep >= 1) & (dp >= 1) & (plans.cp >= 1) & (plans.batch >= 1)
     safe = np.where(positive, 1, 1)  # avoid modulo by zero below; masked by `positive`
     tp_s, ep_s = np.maximum(tp, safe), np.maximum(ep, safe)
     out = {

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from solver.schema.engine import EngineParams
+
+if TYPE_CHECKING:
+    from solver.perf.speculative import Speculation
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,6 +21,9 @@ class Workload:
     output_tokens: float
     input_p99_tokens: float | None = None
     output_p99_tokens: float | None = None
+    speculation: Speculation | None = None  # decode plans with `spec` on speculate (speculative.py)
+    prefix_hit_rate: float = 0.0  # share of prompt tokens served from the prefix cache (prefix.py)
+    shared_prefix_tokens: float = 0.0  # tokens every prompt shares, KV once per instance (prefix.py)
     arrival_cv: float = 1.0
 
     @property

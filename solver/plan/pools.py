@@ -89,11 +89,13 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
             kv_link_gb_s=round(float(t.kv_bw[r]) / 1e9, 6) if kv else None,
             kv_link_latency_us=round(float(t.kv_lat[r]) * 1e6, 6) if kv else None,
             kv_transfer_ms=rounded(t.kv_ms[r]) if kv else None,
+            cp=int(t.cp[r]) if t.cp[r] > 1 else None,
+            speculative=svc.speculative.method if t.spec[r] and svc.speculative else None,
             **_choices(rp, cs, inst, int(c), n),
         ))
     order = {"colocated": 0, "prefill": 1, "decode": 2}
     pools.sort(key=lambda p: (order[p.role], rp.site_of(p.site), p.hardware, p.tp, p.pp, p.ep,
-                              p.dp, p.batch, -(p.kv_link_gb_s or 0.0)))
+                              p.dp, p.cp or 1, p.speculative or "", p.batch, -(p.kv_link_gb_s or 0.0)))
     return pools
 
 

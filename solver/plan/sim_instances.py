@@ -50,7 +50,8 @@ def pool_spec(rp: ResolvedProblem, si: int, pool: PoolDoc, hw: HardwareTable) ->
         hw, j = capped_table(rp, j, pool.power_cap_w), 0
     kv = pool.kv_precision or (s.kv_precisions[0] if s.kv_precisions else pool.precision)
     plans = Plans.of(hw=j, tp=pool.tp, pp=pool.pp, ep=pool.ep, dp=pool.dp,
-                     batch=pool.batch, wprec=precision_code(pool.precision), kvprec=precision_code(kv))
+                     batch=pool.batch, wprec=precision_code(pool.precision), kvprec=precision_code(kv),
+                     cp=pool.cp or 1, spec=int(pool.speculative is not None))
     return PoolSpec(rp, si, pool, rp.archs[si], hw, plans, pool.chunk_tokens)
 
 
@@ -83,6 +84,8 @@ class InstanceMaker:
         if key not in self._plans:
             seqs, tokens, context = _budget(spec)
             engine_name = spec.rp.problem.software.engine or "vllm"
+            svc = spec.rp.problem.services[spec.service]
             self._plans[key] = instance_plan(spec.arch, spec.hw, spec.plan, spec.rp.engine, engine_name,
-                                             seqs, tokens, context)
+                                             seqs, tokens, context, spec.rp.speculation_of(svc.name),
+                                             svc.workload.prefix_cache is not None)
         return self._plans[key].instance(table, index, spec.pool.role)

@@ -105,7 +105,8 @@ def steady_qps(table: RequestTable, mask: np.ndarray) -> float | None:
 
 
 def _label(p: PoolDoc) -> str:
-    return f"{p.role} {p.hardware}{'@' + p.site if p.site else ''} tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp} b{p.batch}"
+    extra = (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
+    return f"{p.role} {p.hardware}{'@' + p.site if p.site else ''} tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp}{extra} b{p.batch}"
 
 
 def pool_doc(table: RequestTable, mask: np.ndarray, p: PoolDoc, service: str, slo: Slo,
@@ -114,7 +115,8 @@ def pool_doc(table: RequestTable, mask: np.ndarray, p: PoolDoc, service: str, sl
     rows = rm.finished(table, rm.selected(table, mask))
     return SimulatedPool(
         role=p.role, hardware=p.hardware, site=p.site, tp=p.tp, pp=p.pp, ep=p.ep, dp=p.dp, batch=p.batch,
-        chunk_tokens=p.chunk_tokens, instances=p.instances, planned_capacity_qps=p.capacity_qps,
+        chunk_tokens=p.chunk_tokens, cp=p.cp, speculative=p.speculative, instances=p.instances,
+        planned_capacity_qps=p.capacity_qps,
         planned_ttft_ms=p.predicted.ttft_ms, planned_tpot_ms=p.predicted.tpot_ms,
         steady_qps=steady_qps(table, mask), replay=rep,
         ttft_quantiles_ms=quantiles(rm.ttft_s(table, rows)), tpot_quantiles_ms=quantiles(rm.tpot_s(table, rows)),

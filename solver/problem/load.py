@@ -12,6 +12,7 @@ from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
+from solver.perf.speculative import Speculation
 from solver.problem.hardware import entry_caps, entry_card
 from solver.problem.tco import CostParts, device_parts
 from solver.problem.workload_data import fill_workload
@@ -40,6 +41,7 @@ class ResolvedProblem:
     site_supplies: tuple[tuple[int | None, ...], ...] = ()  # [site][hw]: None unlimited, 0 none
     site_prices: tuple[tuple[float, ...], ...] = ()  # [site][hw] USD per device-hour
     site_power_kw: tuple[float | None, ...] = ()
+    speculations: tuple[Speculation | None, ...] = ()  # per service (services[].speculative)
     # power caps offered per type (W, highest first) and ownership costs (problem/tco.py)
     caps: tuple[tuple[float, ...], ...] = ()
     entry_costs: tuple[DeviceCost | None, ...] = ()
@@ -64,6 +66,11 @@ class ResolvedProblem:
     @property
     def name(self) -> str:
         return self.problem.name
+
+    def speculation_of(self, service: str) -> Speculation | None:
+        """The named service's speculative decoding (with its draft model resolved), or None."""
+        names = [s.name for s in self.problem.services]
+        return self.speculations[names.index(service)] if self.speculations else None
 
     @property
     def hardware_names(self) -> tuple[str, ...]:
@@ -168,6 +175,8 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
             )
         models.append(card)
         archs.append(_arch(doc, i, s, card))
+    speculations = tuple(_speculation(doc, i, s, card, base) for i, (s, card)
+                         in enumerate(zip(problem.services, models)))
     cards: list[HardwareCard] = []
     for j, h in enumerate(problem.hardware):
         card = _card(doc, ("hardware", j, "type"), f"hardware[{j}].type", h.type,
@@ -194,10 +203,29 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         site_supplies=site_supplies,
         site_prices=site_prices,
         site_power_kw=tuple(s.power_kw for s in problem.sites or []),
+        speculations=speculations,
         caps=tuple(entry_caps(doc, j, h, c) for j, (h, c) in enumerate(zip(problem.hardware, cards))),
         entry_costs=tuple(h.cost for h in problem.hardware),
         site_costs=tuple(s.cost for s in problem.sites or []),
     )
+
+
+def _speculation(doc: YamlDoc, i: int, s: Service, card: ModelCard, base) -> Speculation | None:
+    """The service's speculative decoding with its draft model's card resolved; a draft of
+    another vocabulary (tokenizer) than the target's is an error."""
+    spec = s.speculative
+    if spec is None:
+        return None
+    if spec.method != "draft" or spec.draft_model is None:
+        return Speculation.of(spec)
+    loc = ("services", i, "speculative", "draft_model")
+    field = f"services[{i}].speculative.draft_model"
+    draft = _card(doc, loc, field, spec.draft_model, shipped.model_card, base)
+    if draft.vocab_size != card.vocab_size:
+        raise InputError(f"{_where(doc, loc)}: {field}: {draft.name} has a vocabulary of "
+                         f"{draft.vocab_size} tokens, {card.name} of {card.vocab_size}; a draft "
+                         "model must share the target's tokenizer")
+    return Speculation.of(spec, ModelArch.from_card(draft))
 
 
 def _sites(problem: Problem, prices: tuple[float, ...]):

@@ -98,6 +98,10 @@ class Instance:
         self._ctx_off = 0  # sum over decoders of (computed - base): their context at step G is this + n G
         self._pending: tuple | None = None  # (end_s, kind, payload) of the iteration / stretch in flight
         self._done: list[int] = []  # ids that left, not yet returned by advance
+        # prefix caching (the service's workload.prefix_cache): a prompt's prefill starts after
+        # its prefix (`prefix_tokens`, at least its last token left to compute), as the
+        # performance model's cached prefill does (solver/perf/prefix.py)
+        self.cached_prefill = False
 
     # ---- the Server protocol -----------------------------------------------------------------
 
@@ -113,8 +117,9 @@ class Instance:
         decode = self.role == "decode"
         for i in np.asarray(ids, dtype=np.int64).tolist():
             p = int(prompt[i])
+            start = min(int(ptok[i]), p - 1) if self.cached_prefill and pid[i] >= 0 else 0
             seq = Seq(i, p, max(int(out[i]), 1), int(pid[i]), int(ptok[i]),
-                      computed=p if decode else 0, generated=1 if decode else 0)
+                      computed=p if decode else start, generated=1 if decode else 0)
             self.waiting.append(seq)
         self.stats.max_waiting = max(self.stats.max_waiting, len(self.waiting))
         if self._pending is not None and self._pending[1] == "stretch":
@@ -333,6 +338,7 @@ class InstancePlan:
     engine: str
     batch: int  # max_num_seqs / max_running_requests / max_batch_size
     chunk: int  # max_num_batched_tokens / chunked_prefill_size / max_num_tokens
+    cached_prefill: bool = False  # prefills start after their prefix (Instance.cached_prefill)
 
     def instance(self, table: RequestTable, index: int = 0, role: Role = "colocated") -> Instance:
         """One replica. With pp stages the engine keeps pp scheduled batches in flight, each
@@ -340,15 +346,24 @@ class InstancePlan:
         vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
         to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
         policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
-        return Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
+        inst = Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
+        inst.cached_prefill = self.cached_prefill
+        return inst
 
 
 def instance_plan(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: EngineParams, engine_name: str,
-                  batch: int, chunk: int, max_context: int) -> InstancePlan:
+                  batch: int, chunk: int, max_context: int, speculation=None,
+                  cached_prefill: bool = False) -> InstancePlan:
     """The shared parts of instances of `plan` (one row): the step-time grid up to `batch`
     sequences, `chunk` tokens per iteration and `max_context` tokens of context; the KV blocks
-    left after a forward pass of `chunk` tokens, in the engine's block size."""
+    left after a forward pass of `chunk` tokens, in the engine's block size. A plan that
+    speculates (`plan.spec`, with the service's `speculation`) decodes at the speculative rate
+    (solver/replay/speculation.py)."""
     steps = StepTimes.build(arch, hw, plan, engine, Limits(batch, chunk, max_context))
+    if speculation is not None and int(plan.spec[0]):
+        from solver.replay.speculation import speculating
+
+        steps = speculating(steps, arch, hw, plan, engine, speculation)
     block = make_policy(engine_name).block_tokens
     kv = KVCache.for_plan(arch, hw, plan, engine, chunk, block)
-    return InstancePlan(steps, kv.total, engine_name, int(batch), int(chunk))
+    return InstancePlan(steps, kv.total, engine_name, int(batch), int(chunk), cached_prefill)

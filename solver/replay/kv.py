@@ -41,7 +41,8 @@ def kv_capacity_tokens(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: 
     per_token = float(m.kv_bytes_per_token[0])
     if free <= 0 or per_token <= 0:
         return 0
-    return int(free // per_token) * int(plan.dp[0])
+    # attention DP ranks hold their own sequences; context-parallel ranks a share of each one's
+    return int(free // per_token) * int(plan.dp[0]) * int(plan.cp[0])
 
 
 class KVCache:

@@ -16,6 +16,10 @@ def parallel_text(p: Pool) -> str:
     s = f"tp{p.tp} pp{p.pp}"
     if p.ep > 1 or p.dp > 1:
         s += f" ep{p.ep} dp{p.dp}"
+    if p.cp:
+        s += f" cp{p.cp}"
+    if p.speculative:
+        s += f" +{p.speculative}"
     return s
 
 

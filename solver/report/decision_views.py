@@ -16,7 +16,8 @@ def _money(x: float | None) -> str:
 
 
 def _interval(i: Interval) -> str:
-    fmt = (lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"${v:,.2f}")
+    fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit in ("acceptance", "hit rate")
+           else (lambda v: f"${v:,.2f}"))
     if i.probes == 0:
         why = "the search was cut short before it" if i.partial else "the search's solve budget ran out before it"
         return f"{i.quantity}: not computed ({why}; now {fmt(i.current)})"
@@ -62,7 +63,7 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         fallback = [f"{f.hardware} only ({f.why}), safety margin {f.safety_margin:.0%}: infeasible: "
                     + "; ".join(f.infeasible_because[:3])]
     else:
-        pools = "; ".join(f"{p.role} {p.instances}x tp{p.tp} pp{p.pp} batch {p.batch}"
+        pools = "; ".join(f"{p.role} {p.instances}x {parallel_text(p)} batch {p.batch}"
                           + (f" at {p.site}" if p.site else "") for p in f.pools)
         fallback = [f"{f.hardware} only ({f.why}), one configuration per role, safety margin "
                     f"{f.safety_margin:.0%}: {_money(f.cost_per_hour)} ({f.delta_cost_pct:+.1f}%); {pools}"]
@@ -72,6 +73,7 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         if v.demand is not None:
             valid.append(_interval(v.demand))
         valid += [_interval(i) for i in v.prices]
+        valid += [_interval(i) for i in (v.acceptance or []) + (v.hit_rates or [])]
         valid += [f"re-measure {m.what}: {m.by} ({m.why})" for m in v.remeasure]
         valid.append(f"({v.solves} solves; within the interval keeping the plan's configurations "
                      "costs at most 2% more than re-planning)")
@@ -79,7 +81,8 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
             valid.append("the search was cut short by --record-seconds: the intervals marked "
                          "partial are incomplete (raise --record-seconds)")
     replay = [("replay", replay_lines(r.replay))] if r.replay is not None else []
-    return [("uncertainty", uncertainty_lines(r)), *replay, ("runners-up", runners), ("fallback", fallback),
+    chosen = [("choices", [c.effect for c in r.choices])] if r.choices else []
+    return [("uncertainty", uncertainty_lines(r)), *replay, *chosen, ("runners-up", runners), ("fallback", fallback),
             ("valid while", valid),
             ("record", [f"input sha256 {r.input_sha256}; fleetplan {r.fleetplan_version}"])]
 

@@ -155,7 +155,10 @@ def _pool_brief(pools: Sequence[Pool]) -> list[list[object]]:
 
 
 def alternatives_section(r: DecisionRecord) -> str:
-    out = ["<h3>Runners-up</h3>"]
+    out = []
+    if r.choices:  # context parallelism and speculation (solver/decision/dimensions.py)
+        out += ["<h3>Choices</h3>", bullets([c.effect for c in r.choices])]
+    out.append("<h3>Runners-up</h3>")
     if r.runners_up:
         rows = []
         for a in r.runners_up:
@@ -219,7 +222,7 @@ def assumptions_section(doc: PlanResult) -> str:
 
 
 def _interval_value(i: Interval, v: float, at_limit: bool) -> str:
-    s = f"x{v:.4g}" if i.unit == "x" else f"${v:,.2f}"
+    s = f"x{v:.4g}" if i.unit == "x" else f"{v:.3g}" if i.unit in ("acceptance", "hit rate") else f"${v:,.2f}"
     return s + (" (search limit)" if at_limit else "")
 
 
@@ -236,7 +239,8 @@ def validity_section(r: DecisionRecord) -> str:
     if v is None:
         return para("Not computed (the problem has no plan).", "note")
     out = []
-    intervals = ([v.demand] if v.demand is not None else []) + list(v.prices)
+    intervals = ([v.demand] if v.demand is not None else []) + list(v.prices) + list(v.acceptance or []) + list(
+        v.hit_rates or [])
     if intervals:
         out.append(table(
             ["quantity", "low", "now", "high", "below low the plan becomes", "above high"],

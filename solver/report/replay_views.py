@@ -41,7 +41,8 @@ def replay_lines(r: ReplayCheck) -> list[str]:
     for p in r.pools:
         lats = ", ".join(_lat(x) for x in p.latencies)
         site = f"@{p.site}" if p.site else ""
-        out.append(f"{p.service} {p.role} {p.instances} x {p.hardware}{site} tp{p.tp} pp{p.pp} batch {p.batch}: "
+        extra = (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
+        out.append(f"{p.service} {p.role} {p.instances} x {p.hardware}{site} tp{p.tp} pp{p.pp}{extra} batch {p.batch}: "
                    f"planned capacity {p.planned_capacity_qps:,.4g} QPS, served {_served(p.steady_qps, p.throughput_qps)}, "
                    f"goodput {_share(p.goodput_share)}; {lats} ms")
     for m in r.shortfalls:

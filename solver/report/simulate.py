@@ -43,6 +43,7 @@ def _row(role: str, hw: str, parallel: str, inst: int | None, qps: float | None,
 
 def _parallel(p: SimulatedPool) -> str:
     extra = "".join(f" {k}{v}" for k, v in (("ep", p.ep), ("dp", p.dp)) if v > 1)
+    extra += (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
     return f"tp{p.tp} pp{p.pp}{extra}" + (f" c{p.chunk_tokens}" if p.chunk_tokens else "")
 
 

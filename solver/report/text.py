@@ -40,13 +40,15 @@ def _cell(v: object) -> str:
 
 
 def estimate_text(r: EstimateResult) -> str:
-    par = f"tp{r.tp} pp{r.pp} ep{r.ep} dp{r.dp}"
+    par = f"tp{r.tp} pp{r.pp} ep{r.ep} dp{r.dp}" + (f" cp{r.cp}" if r.cp > 1 else "")
     load = f"concurrency {r.concurrency}" if r.concurrency is not None else f"batch {r.batch}"
     lines = [
         f"{r.model} on {r.hardware}  {par} ({r.devices_per_instance} devices)  "
         f"{r.precision} weights, {r.kv_precision} KV, {r.math_precision} math",
         f"stage: {r.stage}  {load}  input {r.input_tokens} tokens, output {r.output_tokens}"
-        + (f"  routing: {r.routing}" if r.routing else ""),
+        + (f"  routing: {r.routing}" if r.routing else "")
+        + (f"  speculative: {r.speculative}" if r.speculative else "")
+        + (f"  prefix hit rate: {r.prefix_hit_rate:g}" if r.prefix_hit_rate else ""),
         "",
         f"fits in memory        {'yes' if r.fits else 'NO'}  "
         f"({r.memory_gib_per_device:.1f} of {r.memory.usable_gib:.1f} GiB usable per device: "

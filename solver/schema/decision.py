@@ -101,7 +101,9 @@ class Remeasure(Strict):
     why: str
 
 
-class Validity(Strict):
+class Validity(Doc):
+    _omit_when_none = frozenset({"acceptance", "hit_rates"})
+
     demand: Interval | None
     prices: list[Interval]
     remeasure: list[Remeasure]
@@ -109,6 +111,25 @@ class Validity(Strict):
                                     "and full plans of the structures beyond the ends")
     cut_short: bool = Field(False, description="the --record-seconds safety net fired: the "
                                                "intervals marked partial are incomplete")
+    acceptance: list[Interval] | None = Field(
+        None, description="per service that may speculate: the acceptance rate's interval (unit "
+        "'acceptance'); absent when no service speculates")
+    hit_rates: list[Interval] | None = Field(
+        None, description="per service with a prefix-cache hit_rate: its interval (unit 'hit rate')")
+
+
+class Choice(Strict):
+    """A modelling dimension the plan chose (or declined) for one service, and its effect,
+    found by re-solving without it (solver/decision/dimensions.py)."""
+
+    dimension: Literal["context_parallelism", "speculation"]
+    service: str
+    used: str | None = Field(description="what the plan uses (e.g. 'cp4', 'eagle'); None: offered, not used")
+    effect: str = Field(description="the effect in words")
+    cost_without_per_hour: float | None = Field(
+        None, description="the best plan without the dimension (None: infeasible, or not solved)")
+    break_even_acceptance: float | None = Field(
+        None, description="speculation: the acceptance rate where using it starts (or stops) paying")
 
 
 class ReplayedLatency(Strict):
@@ -121,7 +142,7 @@ class ReplayedLatency(Strict):
 
 
 class ReplayedPool(Doc):
-    _omit_when_none = frozenset({"site", "chunk_tokens"})
+    _omit_when_none = frozenset({"site", "chunk_tokens", "cp", "speculative"})
 
     service: str
     role: Role
@@ -133,6 +154,8 @@ class ReplayedPool(Doc):
     dp: int
     batch: int
     chunk_tokens: int | None = None
+    cp: int | None = Field(None, ge=2, description="context-parallel ranks (absent: 1)")
+    speculative: str | None = Field(None, description="the speculative decoding method (absent: none)")
     instances: int
     planned_capacity_qps: float
     throughput_qps: float = Field(description="finished requests / measurement window, as the tools count it")
@@ -194,7 +217,7 @@ class ReplayCheck(Strict):
 
 
 class DecisionRecord(Doc):
-    _omit_when_none = frozenset({"replay"})
+    _omit_when_none = frozenset({"replay", "choices"})
 
     uncertainty: Uncertainty
     runners_up: list[Alternative]
@@ -203,3 +226,6 @@ class DecisionRecord(Doc):
     input_sha256: str = Field(description="sha256 of the problem file's bytes")
     fleetplan_version: str
     replay: ReplayCheck | None = Field(None, description="the plan replayed; absent with --no-replay")
+    choices: list[Choice] | None = Field(
+        None, description="context parallelism and speculation: what the plan chose and its effect; "
+        "absent when the problem offers neither")

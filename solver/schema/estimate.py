@@ -37,6 +37,7 @@ class EstimateResult(Strict):
     pp: int
     ep: int
     dp: int
+    cp: int = Field(1, description="context-parallel ranks (ring attention over the prompt)")
     devices_per_instance: int
     precision: Precision
     kv_precision: Precision
@@ -48,6 +49,10 @@ class EstimateResult(Strict):
     input_tokens: int
     output_tokens: int
     routing: str | None = Field(None, description="routing over experts (MoE models only)")
+    speculative: str | None = Field(None, description="the decode step's speculative decoding, "
+                                    "METHOD:K:A[:DRAFT]; decode_step_ms and tpot_ms are then per token")
+    prefix_hit_rate: float | None = Field(None, description="share of the prompt served from a prefix "
+                                          "cache (prefill computes the rest)")
     power_cap_w: float | None = Field(None, description="board power limit (extension); null: full power")
     fits: bool
     memory_gib_per_device: float

@@ -50,7 +50,8 @@ class CostComponents(Strict):
 
 class Pool(Doc):
     _omit_when_none = frozenset({"site", "kv_link_gb_s", "kv_link_latency_us", "kv_transfer_ms",
-                                 "power_cap_w", "kv_precision", "cost_components"})
+                                 "cp", "speculative", "power_cap_w", "kv_precision",
+                                 "cost_components"})
 
     role: Role
     hardware: str
@@ -80,6 +81,11 @@ class Pool(Doc):
         "computed for (GB/s per device); absent: the pool's own card's scale-out link")
     kv_link_latency_us: float | None = None
     kv_transfer_ms: float | None = Field(None, description="KV transfer of a mean prompt, in TTFT")
+    # modelling dimensions (issue 15)
+    cp: int | None = Field(None, ge=2, description="context-parallel ranks per instance (ring "
+                           "attention); absent: 1. devices_per_instance = tp x pp x dp x cp")
+    speculative: str | None = Field(None, description="the speculative decoding method the pool "
+                                    "runs (the service's `speculative:`); absent: none")
     # choices (extensions): the power limit the devices run at (types with power_caps_w), the
     # KV cache precision (services that give kv_precision), the cost by component (`cost:`)
     power_cap_w: float | None = Field(None, description="board power limit per device, W")

@@ -22,8 +22,10 @@ from solver.schema.fleet import (
     Survive,
     Transition,
 )
+from solver.schema.prefix import PrefixCache
 from solver.schema.problem_checks import check_fleet_fields
 from solver.schema.routing import Routing
+from solver.schema.speculative import Speculative
 from solver.schema.sweep import Sweep
 from solver.schema.tco import DeviceCost
 
@@ -35,6 +37,7 @@ MAX_PRICE = 10_000.0
 MAX_BUDGET = 1e9
 MAX_DEGREE = 1024
 MAX_BATCH = 65_536
+MAX_CP = 64  # an input bound; Yang et al. 2024 (arXiv 2411.01783) ran CP over up to 16 nodes (x TP8)
 
 
 def _card_tag(v: Any) -> str:
@@ -156,6 +159,7 @@ class Workload(Strict):
     input_tokens: TokenDist | None = None
     output_tokens: TokenDist | None = None
     max_context: int | None = Field(None, ge=1, le=MAX_TOKENS, description="tokens")
+    prefix_cache: PrefixCache | None = None  # prompts served partly from a prefix cache (schema/prefix.py)
     arrival_cv: float | None = Field(None, gt=0, le=MAX_ARRIVAL_CV,
                                      description="CV of inter-arrival times (1: Poisson, the default)")
     trace: str | None = Field(None, min_length=1, max_length=MAX_PATH,
@@ -177,6 +181,10 @@ class Workload(Strict):
                 for f in ("input_tokens", "output_tokens"):
                     if getattr(self, f) is None:
                         raise FieldError(f"needs {f} (or a trace: or lengths: file)", (f,))
+        n = self.prefix_cache.shared_prefix_tokens if self.prefix_cache is not None else None
+        if n is not None and self.input_tokens is not None and n >= self.input_tokens.mean_tokens:
+            raise FieldError(f"shared_prefix_tokens ({n}) must be below the mean input tokens "
+                             f"({self.input_tokens.mean_tokens:g})", ("prefix_cache", "shared_prefix_tokens"))
         if self.max_context is not None and self.input_tokens is not None and self.output_tokens is not None:
             need = self.input_tokens.mean_tokens + self.output_tokens.mean_tokens
             if need > self.max_context:
@@ -201,6 +209,7 @@ class Service(Strict):
     runtime: Literal["auto", "colocated", "disaggregated"] = "auto"
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
     sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
+    speculative: Speculative | None = None  # decode speculatively where it pays (schema/speculative.py)
 
     @field_validator("precision", "kv_precision")
     @classmethod
@@ -264,9 +273,11 @@ class Search(Strict):
     dp: _degrees(MAX_DEGREE) = [1]  # type: ignore[valid-type]
     batch: _degrees(MAX_BATCH) = DEFAULT_BATCHES  # type: ignore[valid-type]
     chunk_tokens: _degrees(1_048_576) = [512, 1024, 2048, 4096, 8192, 16384]  # type: ignore[valid-type]
+    # context-parallel ranks per instance (ring attention over the prompt; perf/context_parallel.py)
+    cp: _degrees(MAX_CP) = [1]  # type: ignore[valid-type]
     max_distinct_configs: int | None = Field(None, ge=1, le=1000)
 
-    @field_validator("tp", "pp", "ep", "dp", "batch", "chunk_tokens")
+    @field_validator("tp", "pp", "ep", "dp", "batch", "chunk_tokens", "cp")
     @classmethod
     def _unique(cls, v: list[int]) -> list[int]:
         if len(set(v)) != len(v):

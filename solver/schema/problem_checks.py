@@ -3,12 +3,13 @@ validate): names used by sites, services[].sites, survive, transition and curren
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 from solver.schema.base import FieldError
 
-if TYPE_CHECKING:
-    from solver.schema.problem import Problem
+# solver/schema/problem.py's Problem; not imported, not even for type checking (the import
+# would close a cycle: tests/test_layers.py)
+Problem = Any
 
 
 def check_fleet_fields(p: Problem) -> None:

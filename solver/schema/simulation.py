@@ -19,7 +19,8 @@ from solver.schema.result import SloBounds
 
 
 class SimulatedPool(Doc):
-    _omit_when_none = frozenset({"site", "chunk_tokens", "ttft_quantiles_ms", "tpot_quantiles_ms"})
+    _omit_when_none = frozenset({"site", "chunk_tokens", "ttft_quantiles_ms", "tpot_quantiles_ms", "cp",
+                                 "speculative"})
 
     role: Role
     hardware: str
@@ -30,6 +31,8 @@ class SimulatedPool(Doc):
     dp: int
     batch: int
     chunk_tokens: int | None = None
+    cp: int | None = Field(None, ge=2, description="context-parallel ranks (absent: 1)")
+    speculative: str | None = Field(None, description="the speculative decoding method (absent: none)")
     instances: int
     planned_capacity_qps: float
     planned_ttft_ms: float | None = Field(description="the plan's p50 TTFT prediction")

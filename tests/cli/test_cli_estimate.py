@@ -281,3 +281,49 @@ def test_estimate_bad_routing_exits_2(spec, needle):
     r = fleetplan("estimate", "--model", "llama-4-maverick", "--hardware", "h100-sxm",
                   "--routing", spec)
     assert_input_error(r, "--routing", needle)
+
+
+# ---- estimate: context parallelism and speculative decoding (issue 15) ---------------------
+
+
+def test_estimate_cp_splits_a_long_prefill():
+    args = ("--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--tp", "8", "--stage", "prefill",
+            "--input-tokens", "131072", "--precision", "fp8")
+    one, four = estimate_json(*args), estimate_json(*args, "--cp", "4")
+    assert one["cp"] == 1 and four["cp"] == 4 and four["devices_per_instance"] == 32
+    assert one["prefill_ms"] / 4 < four["prefill_ms"] < one["prefill_ms"]
+    # weights stay, the KV of the prompt and the pass's activations divide by 4
+    assert four["memory"]["weights_gib"] == one["memory"]["weights_gib"]
+    assert four["memory"]["kv_cache_gib"] == pytest.approx(one["memory"]["kv_cache_gib"] / 4, abs=2e-3)
+    assert four["memory_gib_per_device"] < one["memory_gib_per_device"]
+
+
+def test_estimate_speculative_decode_step():
+    args = ("--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--tp", "4", "--stage", "decode",
+            "--batch", "32", "--precision", "fp8")
+    plain, spec = estimate_json(*args), estimate_json(*args, "--speculative", "eagle:3:0.75")
+    assert plain["speculative"] is None and spec["speculative"] == "eagle:3:0.75"
+    # a weight-bound step: verifying 4 positions costs little more than one step, E = 2.734
+    assert plain["tpot_ms"] / 2.734375 < spec["tpot_ms"] < plain["tpot_ms"] / 2
+    assert spec["throughput_qps"] > 2 * plain["throughput_qps"]
+    assert spec["memory"]["weights_gib"] > plain["memory"]["weights_gib"]  # the head's layer
+    assert any("2.734 tokens per verification" in n for n in spec["notes"])
+
+
+@pytest.mark.parametrize("value, needle", [
+    ("eagle:3", "METHOD:K:A"),
+    ("eagle:x:0.7", "K must be a whole number"),
+    ("eagle:3:1.5", "less than or equal to 1"),
+    ("medusa:3:0.5", "'draft', 'eagle', 'mtp' or 'ngram'"),
+    ("draft:4:0.7", "needs a draft_model"),
+    ("draft:4:0.7:qwen3-32b", "share the tokenizer"),
+])
+def test_estimate_bad_speculative_is_an_input_error(value, needle):
+    r = fleetplan("estimate", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--stage", "decode",
+                  "--speculative", value)
+    assert_input_error(r, "--speculative", needle)
+
+
+def test_estimate_cp_bounded():
+    r = fleetplan("estimate", "--model", "llama-3.1-70b", "--hardware", "h100-sxm", "--cp", "65")
+    assert_input_error(r, "--cp", "64")

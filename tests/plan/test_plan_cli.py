@@ -78,7 +78,7 @@ def check_document(doc: dict, name: str) -> None:
             assert p["role"] in ("prefill", "decode", "colocated")
             assert p["instances"] >= 1
             assert p["devices"] == p["instances"] * p["devices_per_instance"]
-            assert p["devices_per_instance"] == p["tp"] * p["pp"] * p["dp"]
+            assert p["devices_per_instance"] == p["tp"] * p["pp"] * p["dp"] * p.get("cp", 1)
             if p["role"] != "decode":
                 assert p["predicted"]["ttft_ms"] is not None
             if p["role"] != "prefill":

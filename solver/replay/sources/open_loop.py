@@ -19,6 +19,7 @@ import numpy as np
 from solver.errors import InputError
 from solver.replay.requests import NOT_YET, RequestTable
 from solver.replay.sources.lengths import sample_lengths
+from solver.schema.prefix import PrefixCache
 from solver.schema.problem import TokenDist
 
 MAX_REQUESTS = 50_000_000  # a bound on one replay's requests (memory: ~100 bytes per request)
@@ -113,9 +114,12 @@ def poisson_source(rate_qps: float, n: int, input_tokens: TokenDist, output_toke
 
 def gamma_source(rate_qps: float, cv: float, n: int, input_tokens: TokenDist, output_tokens: TokenDist,
                  seed: int = 0, table: RequestTable | None = None, max_context: int | None = None,
-                 where: str = "workload") -> ArrivalSource:
+                 where: str = "workload", prefix_cache: PrefixCache | None = None) -> ArrivalSource:
     """As `poisson_source`, with Gamma inter-arrival times of coefficient of variation `cv`.
-    With `max_context`, prompts are capped at max_context - 1 and outputs at what is left."""
+    With `max_context`, prompts are capped at max_context - 1 and outputs at what is left.
+    `prefix_cache` (the workload's): every request shares prefix 0 of `shared_prefix_tokens`,
+    or, with a `hit_rate` h, has a prefix of its own of floor(h x prompt) tokens (cached, not
+    shared: the analytic model's reading of a hit rate)."""
     n = _check_count(n, where)
     rng = np.random.default_rng(seed)
     arrivals = gamma_arrivals(rate_qps, n, rng, cv)
@@ -125,4 +129,10 @@ def gamma_source(rate_qps: float, cv: float, n: int, input_tokens: TokenDist, ou
     if max_context is not None:
         output = np.maximum(np.minimum(output, max_context - prompt), 1)
     kind = "poisson" if cv == 1.0 else f"gamma:{cv:g}"
-    return ArrivalSource(arrivals, prompt, output, table=table, label=f"{kind} {rate_qps:g} req/s x {n}")
+    pid, ptok = -1, 0
+    if prefix_cache is not None and prefix_cache.shared_prefix_tokens is not None:
+        pid, ptok = 0, np.minimum(prefix_cache.shared_prefix_tokens, prompt)
+    elif prefix_cache is not None and prefix_cache.hit_rate:
+        pid, ptok = np.arange(n), np.floor(prefix_cache.hit_rate * prompt).astype(np.int64)
+    return ArrivalSource(arrivals, prompt, output, pid, ptok, table=table,
+                         label=f"{kind} {rate_qps:g} req/s x {n}")

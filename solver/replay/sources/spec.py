@@ -59,11 +59,13 @@ def workload_source(spec: str, workload: Workload, requests: int | None = None, 
     kind, _, rest = spec.strip().partition(":")
     if kind == "poisson" and not rest:
         return gamma_source(workload.qps * rate_scale, 1.0, requests or DEFAULT_REQUESTS, workload.input_tokens,
-                            workload.output_tokens, seed, table, workload.max_context, where)
+                            workload.output_tokens, seed, table, workload.max_context, where,
+                            workload.prefix_cache)
     if kind == "gamma" and rest:
         cv = _number(rest, "CV", spec)
         return gamma_source(workload.qps * rate_scale, cv, requests or DEFAULT_REQUESTS, workload.input_tokens,
-                            workload.output_tokens, seed, table, workload.max_context, where)
+                            workload.output_tokens, seed, table, workload.max_context, where,
+                            workload.prefix_cache)
     if kind == "trace" and rest:
         return trace_source(rest, rate_scale, requests, table)
     if kind == "closed" and rest:

@@ -11,8 +11,8 @@ from solver.verify.tally import PoolFigures, Tally, le, where
 def _arithmetic(f: PoolFigures) -> list[str]:
     pool, w = f.pool, where(f.result, f.pool)
     out = []
-    if pool.devices_per_instance != pool.tp * pool.pp * pool.dp:
-        out.append(f"{w}: devices_per_instance != tp x pp x dp")
+    if pool.devices_per_instance != pool.tp * pool.pp * pool.dp * (pool.cp or 1):
+        out.append(f"{w}: devices_per_instance != tp x pp x dp x cp")
     if pool.devices != pool.instances * pool.devices_per_instance:
         out.append(f"{w}: devices != instances x devices_per_instance")
     if abs(pool.capacity_qps - pool.instances * pool.capacity_qps_per_instance) > 1e-6 * max(1, pool.capacity_qps):

@@ -1,0 +1,70 @@
+"""The replay's side of issue 15's dimensions: a cached prefix's prefill is skipped, a
+speculating decode plan decodes at the performance model's rate per token, the workload's
+prefix cache reaches the generated requests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solver.catalog import shipped
+from solver.perf import runtime as rt
+from solver.perf import speculative as spm
+from solver.perf.arch import ModelArch
+from solver.perf.stages import Load
+from solver.perf.tables import HardwareTable, Plans
+from solver.replay.loop import run
+from solver.replay.schedulers import make_policy
+from solver.replay.sources.open_loop import gamma_source
+from solver.replay.speculation import speculating
+from solver.replay.steptime import Limits, StepTimes
+from solver.schema.engine import EngineParams
+from solver.schema.prefix import PrefixCache
+from solver.schema.problem import TokenDist
+from tests.replay.steps_stub import ListSource, instance
+
+
+@pytest.mark.parametrize("cached, ttft", [(False, 0.20), (True, 0.05)])
+def test_cached_prefix_prefills_only_the_rest(cached, ttft):
+    # FixedSteps: an iteration with prefill 50 ms. A 256-token prompt in chunks of 64 tokens
+    # takes 4 prefill iterations; with 192 of its tokens cached, one (64 tokens)
+    inst = instance(make_policy("vllm", 256, 64))
+    inst.cached_prefill = cached
+    run(ListSource(inst.table, [0.0], [256], [1], prefix_id=0, prefix_tokens=192), inst)
+    assert inst.table.first_token_s - inst.table.arrival_s == pytest.approx([ttft])
+
+
+def test_a_whole_prompt_prefix_still_computes_its_last_token():
+    inst = instance(make_policy("vllm", 256, 64))
+    inst.cached_prefill = True
+    run(ListSource(inst.table, [0.0], [128], [1], prefix_id=0, prefix_tokens=128), inst)
+    assert inst.table.first_token_s == pytest.approx([0.05])
+
+
+def test_workload_prefix_cache_reaches_the_requests():
+    dist = TokenDist(mean=1000.0)
+    shared = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0), prefix_cache=PrefixCache(shared_prefix_tokens=600))
+    t = shared.table
+    assert set(t.prefix_id.tolist()) == {0} and np.all(t.prefix_tokens == np.minimum(600, t.prompt_tokens))
+    hit = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0), prefix_cache=PrefixCache(hit_rate=0.5))
+    t = hit.table
+    assert len(set(t.prefix_id.tolist())) == 50  # a prefix of its own: cached, not shared
+    assert np.all(t.prefix_tokens == np.floor(0.5 * t.prompt_tokens))
+    plain = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0))
+    assert np.all(plain.table.prefix_id == -1)
+
+
+def test_speculating_steps_are_the_models_per_token_time():
+    engine = EngineParams()
+    hw = HardwareTable.from_cards([shipped.hardware_card("h100-sxm")], engine=engine)
+    arch = ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
+    plan = Plans.of(hw=0, tp=4, pp=1, ep=1, dp=1, batch=32.0, wprec=1, kvprec=1, spec=1)
+    sp = spm.Speculation("eagle", 3, 0.75)
+    steps = speculating(StepTimes.build(arch, hw, plan, engine, Limits(32, 2048, 4096)), arch, hw, plan, engine, sp)
+    for n, ctx in ((8, 2048.0), (32, 3000.0)):
+        p = plan.with_batch(float(n))
+        plain, _ = rt.cycle(arch, hw, p, Load.decode(float(n), ctx), engine)
+        want = spm.per_token_s(arch, hw, p, float(n), ctx, engine, sp, plain, rt.cycle)[0]
+        # the grid's context nodes are geometric: between them the lookup interpolates
+        assert steps.decode_cycle_s(n, ctx) == pytest.approx(want, rel=0.01)
+        assert steps.decode_cycle_s(n, ctx) < float(plain[0]) / 2
