@@ -18,8 +18,10 @@ class Doc(Strict):
 
     _omit_when_none: ClassVar[frozenset[str]] = frozenset()
 
+    # no return annotation: pydantic then takes the JSON Schema of a wrap serializer from the model
+    # itself (with `-> Any` every result document's published schema was empty)
     @model_serializer(mode="wrap")
-    def _omit_absent(self, handler: Any) -> Any:
+    def _omit_absent(self, handler: Any):  # noqa: ANN202
         data = handler(self)
         if isinstance(data, dict):
             for k in self._omit_when_none:
