@@ -179,8 +179,8 @@ def test_every_frontier_fleet_passes_the_verifier_and_matches_an_independent_pla
 
 
 def test_dominated_points_are_flagged():
-    """20 levels of 5..100 QPS: one H100 (about 18.8 QPS) serves 5, 10 and 15 QPS at the same
-    cost, so 5 and 10 QPS are dominated by 15 QPS; every other point is on the frontier."""
+    """20 levels of 5..100 QPS: one H100 (about 20.2 QPS) serves 5, 10, 15 and 20 QPS at the same
+    cost, so 5, 10 and 15 QPS are dominated by 20 QPS; every other point is on the frontier."""
     ca, cb = two_rows()
     assert ca >= 15_000  # one H100 covers 15 QPS
     doc = small_frontier(20)
@@ -189,8 +189,8 @@ def test_dominated_points_are_flagged():
         by_cost.setdefault(p.cost_per_hour, []).append(p.traffic_scale)
     for p in doc.points:
         assert p.pareto == (p.traffic_scale == max(by_cost[p.cost_per_hour])), p
-    assert [p.pareto for p in doc.points[:3]] == [False, False, True]
-    assert doc.points[0].cost_per_hour == doc.points[2].cost_per_hour == 2.5
+    assert [p.pareto for p in doc.points[:4]] == [False, False, False, True]
+    assert doc.points[0].cost_per_hour == doc.points[3].cost_per_hour == 2.5
 
 
 def test_budget_limit_is_the_brute_force_maximum_and_one_step_more_is_infeasible():
