@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import argparse
 import csv
-import sys
 from collections import Counter
 from pathlib import Path
 
-from silicon_to_validate import MODELS, PRECISION, SYSTEMS, _measured, _plan_ok, default_source
+from silicon_to_validate import MODELS, PRECISION, SYSTEMS, _plan_ok, default_source, measured_fields, write_rows
 
 ROLES = ("prefill", "decode")
 COLUMNS = (["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency"]
@@ -101,9 +100,7 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
         out.append({
             "model": model, "hardware": hw, "precision": PRECISION[quant], "mode": "disaggregated",
             "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": int(conc), **roles,
-            "ttft_ms": r["silicon_ttft_ms"], "tpot_ms": r["silicon_tpot_ms"], "engine": r["backend"],
-            "source_id": r["id"], "source_system": r["system"], "source_model": r["model_path"],
-            "engine_version": r["backend_version"], "measured": _measured(r["silicon_data_source"]),
+            **measured_fields(r),
         })
     return out, skipped
 
@@ -114,14 +111,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "data" / "silicon_sample_disagg_validate.csv")
     a = ap.parse_args()
     rows, skipped = convert(a.source or default_source())
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with a.out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"{len(rows)} rows written to {a.out}", file=sys.stderr)
-    for why, n in skipped.most_common():
-        print(f"  skipped {n}: {why}", file=sys.stderr)
+    write_rows(a.out, list(COLUMNS), rows, skipped)
 
 
 if __name__ == "__main__":

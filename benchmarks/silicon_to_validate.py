@@ -84,6 +84,25 @@ def _plan_ok(model: str, tp: int, pp: int, ep: int, dp: int) -> str | None:
     return f"plan not representable ({', '.join(bad)})" if bad else None
 
 
+def measured_fields(r: dict) -> dict:
+    """The measured latencies and the provenance columns every converted row carries."""
+    return {"ttft_ms": r["silicon_ttft_ms"], "tpot_ms": r["silicon_tpot_ms"], "engine": r["backend"],
+            "source_id": r["id"], "source_system": r["system"], "source_model": r["model_path"],
+            "engine_version": r["backend_version"], "measured": _measured(r["silicon_data_source"])}
+
+
+def write_rows(out: Path, columns: list[str], rows: list[dict], skipped: Counter) -> None:
+    """The converted CSV, and what was skipped and why on stderr."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns)
+        w.writeheader()
+        w.writerows(rows)
+    print(f"{len(rows)} rows written to {out}", file=sys.stderr)
+    for why, n in skipped.most_common():
+        print(f"  skipped {n}: {why}", file=sys.stderr)
+
+
 def concurrency(batch_size: str, dp: int) -> str:
     """The closed loop's concurrency: the sample's per-DP-rank batch times the DP ranks."""
     return "" if batch_size in ("", "0") else str(int(batch_size) * dp)
@@ -120,9 +139,7 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
             "model": model, "hardware": hw, "precision": PRECISION[quant], "mode": "colocated",
             "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": concurrency(r["batch_size"], dp),
             "tp": tp, "pp": max(1, int(r["pp_size"] or 1)), "ep": ep, "dp": dp,
-            "ttft_ms": r["silicon_ttft_ms"], "tpot_ms": r["silicon_tpot_ms"], "engine": r["backend"],
-            "source_id": r["id"], "source_system": r["system"], "source_model": r["model_path"],
-            "engine_version": r["backend_version"], "measured": _measured(r["silicon_data_source"]),
+            **measured_fields(r),
         })
     return out, skipped
 
@@ -135,14 +152,7 @@ def main() -> None:
     src = a.source or default_source()
     rows, skipped = convert(src)
     rows = [r for r in rows if r["concurrency"] not in ("", "0")]
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    with a.out.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=COLUMNS)
-        w.writeheader()
-        w.writerows(rows)
-    print(f"{len(rows)} rows written to {a.out}", file=sys.stderr)
-    for why, n in skipped.most_common():
-        print(f"  skipped {n}: {why}", file=sys.stderr)
+    write_rows(a.out, COLUMNS, rows, skipped)
 
 
 if __name__ == "__main__":
