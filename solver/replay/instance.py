@@ -102,6 +102,10 @@ class Instance:
         # its prefix (`prefix_tokens`, at least its last token left to compute), as the
         # performance model's cached prefill does (solver/perf/prefix.py)
         self.cached_prefill = False
+        # speculation (solver/replay/speculation.py): tokens a decoder gains per mixed iteration
+        # beyond the one the bookkeeping gives (E - 1), and what of them is not yet a whole step
+        self.spec_gain = 0.0
+        self._credit = 0.0
 
     # ---- the Server protocol -----------------------------------------------------------------
 
@@ -290,6 +294,8 @@ class Instance:
         if batch.decode:
             self._decode_steps(1, end)
             self.policy.decoded(1)
+            if self.spec_gain and batch.prefill:
+                self._spec_steps(end)
         first = self.table._first_token_s
         for seq, c in batch.prefill:
             seq.computed += c
@@ -305,6 +311,19 @@ class Instance:
                 self._finish(seq, end)
             else:
                 self.join_decoders(seq)
+
+    def _spec_steps(self, end: float) -> None:
+        """After a speculating mixed iteration: the decoders' tokens beyond one, as whole decode
+        steps at its end (as many as the KV blocks allow; the rest stays owed)."""
+        self._credit += self.spec_gain
+        k = int(self._credit)
+        if not k or not self.kv.n_dec:
+            return
+        k = min(k, self.kv.dec_steps_fitting(k))
+        if k:
+            self._decode_steps(k, end)
+            self.policy.decoded(k)
+            self._credit -= k
 
     def _leave(self, seq: Seq) -> None:
         self.running.pop(seq.admit)
@@ -346,8 +365,10 @@ class InstancePlan:
         vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
         to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
         policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
+        policy.decode_tokens = self.steps.spec_k + 1
         inst = Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
         inst.cached_prefill = self.cached_prefill
+        inst.spec_gain = self.steps.spec_gain - 1.0
         return inst
 
 

@@ -68,3 +68,44 @@ def test_speculating_steps_are_the_models_per_token_time():
         # the grid's context nodes are geometric: between them the lookup interpolates
         assert steps.decode_cycle_s(n, ctx) == pytest.approx(want, rel=0.01)
         assert steps.decode_cycle_s(n, ctx) < float(plain[0]) / 2
+
+
+@pytest.mark.parametrize("spec, b_first, a_finish", [(False, 0.12, 0.18), (True, 0.17, 0.19)])
+def test_colocated_speculation_budget_and_gain_by_hand(spec, b_first, a_finish):
+    # FixedSteps: 10 ms a decode iteration, 50 ms one with prefill; budget 64 tokens. A (64-token
+    # prompt, 10 tokens out) prefills in [0, 0.05) and decodes alone until B (62-token prompt,
+    # 1 token out) arrives at 0.065: the decode stretch stops after the iteration in flight (0.07),
+    # A has 3 tokens. Plain: [0.07, 0.12) A decodes and B's 62 tokens fit beside its 1 (B's first
+    # token at 0.12); A's 6 more tokens end at 0.18. Speculating, k = 3 drafts, E = 2.5 tokens per
+    # iteration: A takes 4 tokens of the budget, B gets 60 then 2 ([0.12, 0.17): first token 0.17);
+    # A gains 1 + 1.5 tokens per mixed iteration: 1 + 1 (credit 0.5) after the first, 1 + 2 after
+    # the second, so 8 tokens at 0.17 and 2 more decode steps end at 0.19
+    policy = make_policy("vllm", 256, 64)
+    inst = instance(policy)
+    if spec:
+        policy.decode_tokens = 4
+        inst.spec_gain = 1.5
+    run(ListSource(inst.table, [0.0, 0.065], [64, 62], [10, 1]), inst)
+    t = inst.table
+    assert t.first_token_s[0] == pytest.approx(0.05)
+    assert t.first_token_s[1] == pytest.approx(b_first) and t.finish_s[1] == pytest.approx(b_first)
+    assert t.finish_s[0] == pytest.approx(a_finish)
+
+
+def test_speculating_mixed_iteration_prices_drafted_positions_and_drafts():
+    engine = EngineParams()
+    hw = HardwareTable.from_cards([shipped.hardware_card("h100-sxm")], engine=engine)
+    arch = ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
+    plan = Plans.of(hw=0, tp=4, pp=1, ep=1, dp=1, batch=32.0, wprec=1, kvprec=1, spec=1)
+    sp = spm.Speculation("eagle", 3, 0.75)
+    plain = StepTimes.build(arch, hw, plan, engine, Limits(32, 2048, 4096))
+    steps = speculating(StepTimes.build(arch, hw, plan, engine, Limits(32, 2048, 4096)), arch, hw, plan, engine, sp)
+    assert steps.spec_k == 3 and steps.spec_gain == pytest.approx(2.734375)
+    n, ctx, t, s = 16, 2048.0, 1024, 1024.0
+    kn = 3 * n
+    s_all = (t * s + kn * (2 * ctx - 1)) / (t + kn)
+    p = plan.with_batch(float(n))
+    draft = spm.draft_s(arch, hw, p, float(n), ctx, engine, sp, rt.cycle)[0]
+    want = plain.cycle_s(n, ctx, t + kn, s_all, 1 + kn) + draft
+    assert steps.cycle_s(n, ctx, t, s, 1) == pytest.approx(want, rel=0.01)
+    assert steps.cycle_s(0, ctx, t, s, 1) == plain.cycle_s(0, ctx, t, s, 1)  # no decoders: no drafts

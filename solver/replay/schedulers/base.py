@@ -70,6 +70,9 @@ class Policy:
     block_tokens = 16
     max_seqs = 256
     max_tokens = 8192
+    # budget tokens one decoding sequence takes per iteration: 1, or k + 1 when the instance
+    # speculates (its sampled token and k drafts: solver/replay/speculation.py)
+    decode_tokens = 1
 
     def schedule(self, inst) -> Batch:  # pragma: no cover - every engine defines it
         raise NotImplementedError
