@@ -7,7 +7,8 @@ more than one rank, for context parallelism:
   `speculative:`; `search.cp: [1]` for every service, as the key is the problem's), from
   fresh candidate tables (removing rows from the built ones would not do: dominance pruned
   rows that only the dimension's rows dominated), and the record says what the plan saves
-  against that best plan without it (speculation: the service's decode devices and the cost),
+  against that best plan without it (speculation: the service's decode devices, those of its
+  decode and colocated pools, and the cost),
   or that nothing is feasible without it. For speculation, the
   acceptance rate below which the plan would stop speculating is found by bisection on
   re-planned problems (BISECT_STEPS halvings of [0, a]): "saves 88% of decode devices at
@@ -74,7 +75,8 @@ def _speculates(doc: PlanResult, si: int) -> bool:
 
 
 def _decode_devices(doc: PlanResult, si: int) -> int:
-    return sum(p.devices for p in doc.services[si].pools if p.role == "decode")
+    """The devices that decode for service si: its decode and colocated pools (both speculate)."""
+    return sum(p.devices for p in doc.services[si].pools if p.role in ("decode", "colocated"))
 
 
 def break_even(rp: ResolvedProblem, si: int, opts: SolveOptions, used: bool) -> float | None:
