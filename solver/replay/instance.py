@@ -98,9 +98,9 @@ class Instance:
         self._ctx_off = 0  # sum over decoders of (computed - base): their context at step G is this + n G
         self._pending: tuple | None = None  # (end_s, kind, payload) of the iteration / stretch in flight
         self._done: list[int] = []  # ids that left, not yet returned by advance
-        # prefix caching (the service's workload.prefix_cache): a prompt's prefill starts after
-        # its prefix (`prefix_tokens`, at least its last token left to compute), as the
-        # performance model's cached prefill does (solver/perf/prefix.py)
+        # prefix caching (the service's workload.prefix_cache): a waiting prompt's prefill
+        # starts after the blocks of its prefix the KV cache still holds (`lookup`;
+        # solver/replay/kv.py: cached under LRU eviction), at least its last token left to compute
         self.cached_prefill = False
         # speculation (solver/replay/speculation.py): tokens a decoder gains per mixed iteration
         # beyond the one the bookkeeping gives (E - 1), and what of them is not yet a whole step
@@ -121,9 +121,8 @@ class Instance:
         decode = self.role == "decode"
         for i in np.asarray(ids, dtype=np.int64).tolist():
             p = int(prompt[i])
-            start = min(int(ptok[i]), p - 1) if self.cached_prefill and pid[i] >= 0 else 0
             seq = Seq(i, p, max(int(out[i]), 1), int(pid[i]), int(ptok[i]),
-                      computed=p if decode else start, generated=1 if decode else 0)
+                      computed=p if decode else 0, generated=1 if decode else 0)
             self.waiting.append(seq)
         self.stats.max_waiting = max(self.stats.max_waiting, len(self.waiting))
         if self._pending is not None and self._pending[1] == "stretch":
@@ -154,9 +153,19 @@ class Instance:
 
     # ---- helpers the policies call -------------------------------------------------------------
 
+    def lookup(self, seq: Seq) -> None:
+        """Before a policy sizes a waiting sequence's first chunk: with prefix caching, its
+        computed tokens are the cached blocks of its prefix (looked up again while it waits:
+        they may be evicted meanwhile)."""
+        if self.cached_prefill and seq.prefix_id >= 0 and not seq.shared and seq.computed == seq.looked:
+            seq.looked = self.kv.lookup(seq)
+
     def admit(self, seq: Seq) -> None:
         """The head of the waiting queue starts running."""
         self.waiting.popleft()
+        if self.cached_prefill and self.role != "decode":  # vLLM's prefix_cache_queries / hits
+            self.kv.query_tokens += seq.prompt
+            self.kv.hit_tokens += seq.looked
         seq.admit = self._admits
         self._admits += 1
         self.running[seq.admit] = seq
@@ -202,7 +211,7 @@ class Instance:
         else:
             self.prefilling.remove(seq)
         self.kv.release(seq)
-        seq.computed = 0
+        seq.computed = seq.looked = 0
         seq.admit = -1
         self.waiting.appendleft(seq)
         self.table._preemptions[seq.id] += 1

@@ -24,21 +24,28 @@ from solver.schema.problem import TokenDist
 from tests.replay.steps_stub import ListSource, instance
 
 
-@pytest.mark.parametrize("cached, ttft", [(False, 0.20), (True, 0.05)])
-def test_cached_prefix_prefills_only_the_rest(cached, ttft):
+@pytest.mark.parametrize("cached, ttft", [(False, [0.20, 0.20]), (True, [0.20, 0.05])])
+def test_a_cached_prefix_prefills_only_the_rest(cached, ttft):
     # FixedSteps: an iteration with prefill 50 ms. A 256-token prompt in chunks of 64 tokens
-    # takes 4 prefill iterations; with 192 of its tokens cached, one (64 tokens)
+    # takes 4 prefill iterations. The first request misses (nothing cached yet) and computes its
+    # 192-token prefix; the second, after it, finds the prefix's 12 blocks cached and computes
+    # the other 64 tokens in one iteration
     inst = instance(make_policy("vllm", 256, 64))
     inst.cached_prefill = cached
-    run(ListSource(inst.table, [0.0], [256], [1], prefix_id=0, prefix_tokens=192), inst)
-    assert inst.table.first_token_s - inst.table.arrival_s == pytest.approx([ttft])
+    run(ListSource(inst.table, [0.0, 1.0], [256, 256], [1, 1], prefix_id=0, prefix_tokens=192), inst)
+    assert inst.table.first_token_s - inst.table.arrival_s == pytest.approx(ttft)
+    # vLLM's prefix_cache_queries / hits: 512 prompt tokens looked up, 192 found
+    assert (inst.kv.query_tokens, inst.kv.hit_tokens) == ((512, 192) if cached else (0, 0))
 
 
-def test_a_whole_prompt_prefix_still_computes_its_last_token():
+def test_a_whole_prompt_prefix_still_computes_its_last_block():
+    # a 128-token prompt that is all prefix: the second request may reuse at most 127 tokens,
+    # whole blocks of them: 7 blocks (112 tokens), and computes the last 16 in one iteration
     inst = instance(make_policy("vllm", 256, 64))
     inst.cached_prefill = True
-    run(ListSource(inst.table, [0.0], [128], [1], prefix_id=0, prefix_tokens=128), inst)
-    assert inst.table.first_token_s == pytest.approx([0.05])
+    run(ListSource(inst.table, [0.0, 1.0], [128, 128], [1, 1], prefix_id=0, prefix_tokens=128), inst)
+    assert inst.table.first_token_s - inst.table.arrival_s == pytest.approx([0.10, 0.05])
+    assert inst.kv.hit_tokens == 112
 
 
 def test_workload_prefix_cache_reaches_the_requests():
@@ -46,12 +53,36 @@ def test_workload_prefix_cache_reaches_the_requests():
     shared = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0), prefix_cache=PrefixCache(shared_prefix_tokens=600))
     t = shared.table
     assert set(t.prefix_id.tolist()) == {0} and np.all(t.prefix_tokens == np.minimum(600, t.prompt_tokens))
-    hit = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0), prefix_cache=PrefixCache(hit_rate=0.5))
+    hit = gamma_source(10.0, 1.0, 200, TokenDist(mean=1000.0, p50=1000.0, p99=3000.0), TokenDist(mean=10.0),
+                       prefix_cache=PrefixCache(hit_rate=0.5))
     t = hit.table
-    assert len(set(t.prefix_id.tolist())) == 50  # a prefix of its own: cached, not shared
-    assert np.all(t.prefix_tokens == np.floor(0.5 * t.prompt_tokens))
+    # groups of 20 requests share one prefix; the members after the first hold half of all
+    # prompt tokens in their prefixes (the replay's hits with a cache that keeps them all)
+    assert len(set(t.prefix_id.tolist())) == 10
+    first = np.zeros(200, dtype=bool)
+    first[np.unique(t.prefix_id, return_index=True)[1]] = True
+    assert t.prefix_tokens[~first].sum() / t.prompt_tokens.sum() == pytest.approx(0.5, abs=0.002)
+    assert np.all(t.prefix_tokens < t.prompt_tokens)
+    for g in range(10):  # one prefix length per group
+        assert len(set(t.prefix_tokens[t.prefix_id == g].tolist())) == 1
     plain = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0))
     assert np.all(plain.table.prefix_id == -1)
+
+
+@pytest.mark.parametrize("h", [0.3, 0.75])
+def test_replayed_hit_rate_is_the_workloads_when_the_cache_holds_every_prefix(h):
+    # 1,000 requests of ~2,000-token prompts at hit rate h through one instance whose cache
+    # holds every group's prefix (50 groups): the measured token hit rate is h, less the block
+    # rounding (under 16 tokens a request: < 0.8%)
+    src = gamma_source(50.0, 1.0, 1000, TokenDist(mean=2000.0, p50=1800.0, p99=6000.0), TokenDist(mean=20.0),
+                       seed=3, prefix_cache=PrefixCache(hit_rate=h))
+    inst = instance(make_policy("vllm", 64, 8192), blocks=200_000, table=src.table)
+    inst.cached_prefill = True
+    run(src, inst)
+    kv = inst.kv
+    assert kv.query_tokens == int(src.table.prompt_tokens.sum())
+    assert h - 0.01 <= kv.hit_tokens / kv.query_tokens <= h
+    assert kv.evicted == 0
 
 
 def test_speculating_steps_are_the_models_per_token_time():

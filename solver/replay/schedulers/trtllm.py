@@ -60,6 +60,7 @@ class TrtllmScheduler(Policy):
         waiting = inst.waiting
         while waiting and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            inst.lookup(seq)
             full = kv.blocks_for(seq.prompt + seq.output)
             if self.reserved + full > kv.total:
                 break

@@ -74,6 +74,7 @@ class VllmScheduler(Policy):
         kv, waiting = inst.kv, inst.waiting
         while waiting and budget > 0 and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            inst.lookup(seq)
             new = min(seq.target - seq.computed, budget)
             if not kv.grow(seq, seq.computed + new):
                 break
