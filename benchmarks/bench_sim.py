@@ -98,7 +98,7 @@ def main() -> None:
     ap.add_argument("--chunk", type=int, default=8192)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--prefix-hit-rate", type=float, default=0.0,
-                    help="requests share prefixes (groups of 20) for this token hit rate; the replay's LRU "
+                    help="requests share prefixes (8 groups) for this token hit rate; the replay's LRU "
                          "prefix cache finds them (solver/replay/sources/prefixes.py)")
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()

@@ -56,14 +56,14 @@ def test_workload_prefix_cache_reaches_the_requests():
     hit = gamma_source(10.0, 1.0, 200, TokenDist(mean=1000.0, p50=1000.0, p99=3000.0), TokenDist(mean=10.0),
                        prefix_cache=PrefixCache(hit_rate=0.5))
     t = hit.table
-    # groups of 20 requests share one prefix; the members after the first hold half of all
-    # prompt tokens in their prefixes (the replay's hits with a cache that keeps them all)
-    assert len(set(t.prefix_id.tolist())) == 10
+    # 8 groups of 25 requests share one prefix each; the members after the first hold half of
+    # all prompt tokens in their prefixes (the replay's hits with a cache that keeps them all)
+    assert len(set(t.prefix_id.tolist())) == 8 and np.all(np.bincount(t.prefix_id) == 25)
     first = np.zeros(200, dtype=bool)
     first[np.unique(t.prefix_id, return_index=True)[1]] = True
     assert t.prefix_tokens[~first].sum() / t.prompt_tokens.sum() == pytest.approx(0.5, abs=0.002)
     assert np.all(t.prefix_tokens < t.prompt_tokens)
-    for g in range(10):  # one prefix length per group
+    for g in range(8):  # one prefix length per group
         assert len(set(t.prefix_tokens[t.prefix_id == g].tolist())) == 1
     plain = gamma_source(10.0, 1.0, 50, dist, TokenDist(mean=10.0))
     assert np.all(plain.table.prefix_id == -1)
@@ -72,7 +72,7 @@ def test_workload_prefix_cache_reaches_the_requests():
 @pytest.mark.parametrize("h", [0.3, 0.75])
 def test_replayed_hit_rate_is_the_workloads_when_the_cache_holds_every_prefix(h):
     # 1,000 requests of ~2,000-token prompts at hit rate h through one instance whose cache
-    # holds every group's prefix (50 groups): the measured token hit rate is h, less the block
+    # holds every group's prefix (8 groups): the measured token hit rate is h, less the block
     # rounding (under 16 tokens a request: < 0.8%)
     src = gamma_source(50.0, 1.0, 1000, TokenDist(mean=2000.0, p50=1800.0, p99=6000.0), TokenDist(mean=20.0),
                        seed=3, prefix_cache=PrefixCache(hit_rate=h))

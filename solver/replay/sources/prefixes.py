@@ -1,18 +1,20 @@
 """Prefix ids for a workload's prefix cache (`workload.prefix_cache`), for the replay's sources.
 
 - `shared_prefix_tokens` n: every request shares prefix 0, its first min(n, prompt) tokens.
-- `hit_rate` h: the share of prompt tokens the engine finds cached. The replay's KV cache
-  (solver/replay/kv.py) finds a prefix only after a request computed it, so the requests are
-  put in groups of GROUP that share one prefix: every member after the first (in arrival order)
-  finds it cached while the cache keeps it. With prompts s_i and a group's shortest prompt m_g,
-  the group's prefix is floor(q m_g) tokens, q chosen so that the members after the first
-  reach h of all prompt tokens: q = h sum s_i / sum over those members of m_g (at most 1 less
-  one token). Groups are formed over the prompts sorted by length (a group's prompts are of
-  nearly one length, so q stays near h GROUP / (GROUP - 1)) and lie spread over the arrivals (the
-  prompts are drawn independently of the times). With a cache that holds every group's prefix
-  the replay's hit rate is then h, less the block rounding (the cache shares whole blocks: up to
-  a block per request); a smaller cache evicts and hits less. A hit rate above
-  (GROUP - 1) / GROUP is out of reach and gives q = 1.
+- `hit_rate` h: the share of prompt tokens the engine finds cached (a steady-state figure).
+  The replay's KV cache (solver/replay/kv.py) finds a prefix only after a request computed it
+  on that instance, so the requests are put in GROUPS groups (fewer for fewer than 2 GROUPS
+  requests) that each share one prefix: every member after the first (in arrival order) finds
+  it cached while the cache keeps it. With prompts s_i and a group's shortest prompt m_g, the
+  group's prefix is floor(q m_g) tokens, q chosen so that the members after the first reach h
+  of all prompt tokens: q = h sum s_i / sum over those members of m_g (at most 1, less one
+  token). Groups are formed over the prompts sorted by length (a group's prompts are of nearly
+  one length) and lie spread over the arrivals (the prompts are drawn independently of the
+  times). Few groups keep the cold misses few when a router spreads a group over a pool's k
+  instances (each instance misses a group's prefix once: k GROUPS requests miss in all). With
+  one instance whose cache holds every group's prefix the replay's hit rate is h, less the
+  block rounding (the cache shares whole blocks: up to a block per request); more instances
+  miss k GROUPS times, a smaller cache evicts, and both hit less.
 """
 
 from __future__ import annotations
@@ -21,16 +23,17 @@ import numpy as np
 
 from solver.schema.prefix import PrefixCache
 
-GROUP = 20  # requests per shared prefix for a hit rate (the first one misses)
+GROUPS = 8  # distinct shared prefixes for a hit rate (each one's first request misses)
 
 
-def hit_rate_prefixes(prompt: np.ndarray, h: float, group: int = GROUP) -> tuple[np.ndarray, np.ndarray]:
+def hit_rate_prefixes(prompt: np.ndarray, h: float, groups: int = GROUPS) -> tuple[np.ndarray, np.ndarray]:
     """(prefix id, prefix tokens) per request for a token hit rate h (module docstring)."""
     s = np.asarray(prompt, dtype=np.int64)
     n = len(s)
+    k = max(min(groups, n // 2), 1)
     order = np.argsort(s, kind="stable")
     gid = np.empty(n, dtype=np.int64)
-    gid[order] = np.arange(n) // group
+    gid[order] = np.arange(n) * k // max(n, 1)
     shortest = np.full(gid.max() + 1 if n else 0, np.iinfo(np.int64).max)
     np.minimum.at(shortest, gid, s)
     first = np.zeros(n, dtype=bool)
