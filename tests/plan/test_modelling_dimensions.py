@@ -103,3 +103,26 @@ def test_colocated_pools_speculate_where_it_pays():
     off = poor.services[0].pools
     assert off and all(p.role == "colocated" and p.speculative is None for p in off)
     assert poor.total_devices >= 3 * good.total_devices
+
+
+def test_replayed_prefix_cache_hits_the_workloads_hit_rate():
+    # problems/prefix-cache.yaml at hit rate 0.75: the plan is sized by it; replayed, its 8
+    # prefix groups miss once per prefill instance (the LRU cache keeps them all) and the
+    # measured hit rate lands a few points below 0.75, the SLO still met
+    from solver.plan.simulate import SimulateOptions, simulate
+
+    text = (ROOT / "problems" / "prefix-cache.yaml").read_text().replace("{shared_prefix_tokens: 6144}",
+                                                                         "{hit_rate: 0.75}")
+    rp = parse_problem(text, "hit.yaml")
+    doc = plan(rp, OPTS, timings=False, compare=False)
+    res = simulate(rp, doc, SimulateOptions(requests=2000), timings=False)
+    (svc,) = res.services
+    prefill = [p for p in svc.pools if p.role == "prefill"]
+    assert prefill
+    for p in prefill:
+        k = p.instances
+        rate = p.replay.instances.prefix_hit_rate
+        # at most 0.75 (block rounding), at least what 8 cold misses per instance leave
+        assert 0.75 * (1 - 8 * k / 2000) - 0.01 <= rate <= 0.75
+    assert all(p.replay.instances.prefix_hit_rate is None for p in svc.pools if p.role == "decode")
+    assert svc.meets_slo
