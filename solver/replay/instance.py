@@ -374,7 +374,8 @@ class InstancePlan:
         vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
         to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
         policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
-        policy.decode_tokens = self.steps.spec_k + 1
+        if role == "colocated":  # a decode instance's budget is its batch: its decoders always fit
+            policy.decode_tokens = self.steps.spec_k + 1
         inst = Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
         inst.cached_prefill = self.cached_prefill
         inst.spec_gain = self.steps.spec_gain - 1.0

@@ -140,3 +140,18 @@ def test_speculating_mixed_iteration_prices_drafted_positions_and_drafts():
     want = plain.cycle_s(n, ctx, t + kn, s_all, 1 + kn) + draft
     assert steps.cycle_s(n, ctx, t, s, 1) == pytest.approx(want, rel=0.01)
     assert steps.cycle_s(0, ctx, t, s, 1) == plain.cycle_s(0, ctx, t, s, 1)  # no decoders: no drafts
+
+
+def test_only_colocated_instances_charge_drafts_to_the_token_budget():
+    # a decode instance's budget is its batch (solver/plan/sim_instances.py): charging k + 1
+    # tokens per decoder there would cap it at batch / (k + 1) sequences
+    from solver.replay.instance import InstancePlan
+    from solver.replay.requests import RequestTable
+    from tests.replay.steps_stub import FixedSteps
+
+    steps = FixedSteps()
+    steps.spec_k, steps.spec_gain = 3, 2.5
+    ip = InstancePlan(steps, 1000, "vllm", 64, 512)
+    col, dec = ip.instance(RequestTable(), role="colocated"), ip.instance(RequestTable(), role="decode")
+    assert (col.policy.decode_tokens, col.spec_gain) == (4, 1.5)
+    assert dec.policy.decode_tokens == 1
