@@ -49,6 +49,7 @@ from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.colocated import colocated_role
 from solver.perf.operators.tables import measured_tables
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
@@ -136,7 +137,7 @@ def _analytic(arch, hw, plans, chunks, role, wl, slo, engine) -> np.ndarray:
         return rt.prefill_role(arch, hw, plans, wl, slo, engine).capacity_qps
     if role == "decode":
         return rt.decode_role(arch, hw, plans, wl, slo, engine).capacity_qps
-    return rt.colocated_role(arch, hw, plans, wl, slo, engine, chunks).capacity_qps
+    return colocated_role(arch, hw, plans, wl, slo, engine, chunks).capacity_qps
 
 
 def _group_cases(key: tuple) -> list[Case]:

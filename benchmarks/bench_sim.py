@@ -11,7 +11,7 @@ The grid of iteration times (`StepTimes.build`) and the KV block count are built
 apart; the replay's wall time is what the target is about.
 
     .venv/bin/python benchmarks/bench_sim.py [--requests N] [--load X] [--batch N] [--chunk N]
-        [--seed N] [--profile]
+        [--seed N] [--prefix-hit-rate H] [--profile]
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from solver.replay.kv import KVCache
 from solver.replay.loop import run
 from solver.replay.requests import RequestTable
 from solver.replay.schedulers.vllm import VllmScheduler
+from solver.replay.sources.prefixes import hit_rate_prefixes
 from solver.replay.steptime import Limits, StepTimes
 
 PROMPT, OUTPUT = 2048, 150  # problems/llama3-70b-online.yaml
@@ -41,9 +42,12 @@ PROMPT, OUTPUT = 2048, 150  # problems/llama3-70b-online.yaml
 class PoissonSource:
     """A tiny open-loop source (the sources package has the real ones)."""
 
-    def __init__(self, table: RequestTable, arrivals: np.ndarray) -> None:
+    def __init__(self, table: RequestTable, arrivals: np.ndarray, hit_rate: float = 0.0) -> None:
         self.table = table
-        table.add(arrivals, PROMPT, OUTPUT)
+        pid, ptok = -1, 0
+        if hit_rate:
+            pid, ptok = hit_rate_prefixes(np.full(len(arrivals), PROMPT), hit_rate)
+        table.add(arrivals, PROMPT, OUTPUT, pid, ptok)
         self._t = arrivals.tolist()
         self._i = 0
 
@@ -77,11 +81,12 @@ def build(batch: int, chunk: int):
     return steps, blocks
 
 
-def replay(steps: StepTimes, blocks: int, arrivals: np.ndarray, batch: int, chunk: int):
+def replay(steps: StepTimes, blocks: int, arrivals: np.ndarray, batch: int, chunk: int, hit_rate: float = 0.0):
     table = RequestTable(len(arrivals))
     inst = Instance(table, steps, VllmScheduler(batch, chunk), KVCache(blocks, 16))
+    inst.cached_prefill = hit_rate > 0
     t0, c0 = time.perf_counter(), time.process_time()
-    run(PoissonSource(table, arrivals), inst)
+    run(PoissonSource(table, arrivals, hit_rate), inst)
     return (time.perf_counter() - t0, time.process_time() - c0), table, inst
 
 
@@ -92,20 +97,23 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--chunk", type=int, default=8192)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--prefix-hit-rate", type=float, default=0.0,
+                    help="requests share prefixes (8 groups) for this token hit rate; the replay's LRU "
+                         "prefix cache finds them (solver/replay/sources/prefixes.py)")
     ap.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     t0 = time.perf_counter()
     steps, blocks = build(a.batch, a.chunk)
     print(f"grid and KV blocks: {time.perf_counter() - t0:.3f} s ({blocks} blocks of 16 tokens)")
     n_sat = min(a.requests, 2000)
-    _, sat, _ = replay(steps, blocks, np.zeros(n_sat), a.batch, a.chunk)
+    _, sat, _ = replay(steps, blocks, np.zeros(n_sat), a.batch, a.chunk, a.prefix_hit_rate)
     capacity = n_sat / float(sat.finish_s.max())
     rate = a.load * capacity
     arrivals = np.cumsum(np.random.default_rng(a.seed).exponential(1.0 / rate, a.requests))
     prof = cProfile.Profile() if a.profile else None
     if prof:
         prof.enable()
-    (wall, cpu), table, inst = replay(steps, blocks, arrivals, a.batch, a.chunk)
+    (wall, cpu), table, inst = replay(steps, blocks, arrivals, a.batch, a.chunk, a.prefix_hit_rate)
     if prof:
         prof.disable()
         pstats.Stats(prof).sort_stats("tottime").print_stats(15)
@@ -119,6 +127,10 @@ def main() -> None:
     print(f"TTFT p50/p99 {np.percentile(ttft, 50):.0f}/{np.percentile(ttft, 99):.0f} ms; "
           f"TPOT p50/p99 {np.percentile(tpot, 50):.1f}/{np.percentile(tpot, 99):.1f} ms; "
           f"preemptions {st.preemptions}; max queue {st.max_waiting}")
+    if a.prefix_hit_rate:
+        kv = inst.kv
+        print(f"prefix cache: hit rate {kv.hit_tokens / max(kv.query_tokens, 1):.3f} of prompt tokens "
+              f"(workload {a.prefix_hit_rate:g}); {kv.evicted} blocks evicted")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from solver.candidates.table import (
 from solver.candidates.variants import Variants, build_variants
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.colocated import colocated_role
 from solver.perf.operators.tables import measured_tables
 from solver.perf.speculative import Speculation, speculation_axis
 from solver.perf.tables import HardwareTable, Plans, precision_code
@@ -126,7 +127,7 @@ def _evaluate(rp, s, arch, hw, role, plans, chunks, kv_link=None) -> rt.RoleMetr
         return rt.prefill_role(arch, hw, plans, wl, slo, engine, kv_link)
     if role == DECODE:
         return rt.decode_role(arch, hw, plans, wl, slo, engine)
-    return rt.colocated_role(arch, hw, plans, wl, slo, engine, chunks)
+    return colocated_role(arch, hw, plans, wl, slo, engine, chunks)
 
 
 def _dominance_keep(hw_idx: np.ndarray, devices: np.ndarray, cap: np.ndarray,

@@ -7,7 +7,8 @@ more than one rank, for context parallelism:
   `speculative:`; `search.cp: [1]` for every service, as the key is the problem's), from
   fresh candidate tables (removing rows from the built ones would not do: dominance pruned
   rows that only the dimension's rows dominated), and the record says what the plan saves
-  against that best plan without it (speculation: the service's decode devices and the cost),
+  against that best plan without it (speculation: the service's decode devices, those of its
+  decode and colocated pools, and the cost),
   or that nothing is feasible without it. For speculation, the
   acceptance rate below which the plan would stop speculating is found by bisection on
   re-planned problems (BISECT_STEPS halvings of [0, a]): "saves 88% of decode devices at
@@ -15,6 +16,9 @@ more than one rank, for context parallelism:
 - offered but not used: speculation, the acceptance rate from which the plan would start to
   speculate (bisection on [a, 1]; none when not even a = 1 pays); context parallelism, that it
   was offered.
+- a service's prefix cache (`workload.prefix_cache`, an input rather than a choice, but what it
+  is worth is as much a part of the decision): the problem planned without it, and the record
+  says the prefill devices (prefill and colocated pools) and the cost it saves.
 
 The acceptance rate's validity interval (the same test as the demand and price intervals) is in
 solver/decision/validity.py; it re-plans through `with_acceptance` below.
@@ -46,26 +50,43 @@ def with_acceptance(rp: ResolvedProblem, si: int, a: float) -> ResolvedProblem:
     return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
 
 
+def shared_share(rp: ResolvedProblem, si: int) -> float:
+    """Service si's shared prefix as a share of its mean prompt: the hit rate it amounts to."""
+    wl = rp.problem.services[si].workload
+    return min(wl.prefix_cache.shared_prefix_tokens / wl.input_tokens.mean_tokens, 1.0)
+
+
 def with_hit_rate(rp: ResolvedProblem, si: int, h: float) -> ResolvedProblem:
-    """The problem with service si's prefix cache at hit rate h (re-resolved)."""
+    """The problem with service si's prefix cache at hit rate h (re-resolved); a shared prefix
+    becomes h of the mean prompt (at least one token)."""
     svc = rp.problem.services[si]
     wl = svc.workload
-    pc = wl.prefix_cache.model_copy(update={"hit_rate": round(min(max(h, 0.0), MAX_HIT_RATE), 6)})
+    h = min(max(h, 0.0), MAX_HIT_RATE)
+    if wl.prefix_cache.shared_prefix_tokens is not None:
+        update = {"shared_prefix_tokens": max(int(round(h * wl.input_tokens.mean_tokens)), 1)}
+    else:
+        update = {"hit_rate": round(h, 6)}
+    pc = wl.prefix_cache.model_copy(update=update)
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"workload": wl.model_copy(update={"prefix_cache": pc})})
     return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
 
 
-def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | None = None) -> PlanResult:
-    """The best plan of the problem without service `speculation_of`'s speculation, or (None)
-    without context parallelism."""
+def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | None = None,
+             prefix_of: int | None = None) -> PlanResult:
+    """The best plan of the problem without service `speculation_of`'s speculation, without
+    service `prefix_of`'s prefix cache, or (neither given) without context parallelism."""
     p = rp.problem
-    if speculation_of is None:
-        p = p.model_copy(update={"search": p.search.model_copy(update={"cp": [1]})})
-    else:
-        services = list(p.services)
+    services = list(p.services)
+    if speculation_of is not None:
         services[speculation_of] = services[speculation_of].model_copy(update={"speculative": None})
         p = p.model_copy(update={"services": services})
+    elif prefix_of is not None:
+        svc = services[prefix_of]
+        services[prefix_of] = svc.model_copy(update={"workload": svc.workload.model_copy(update={"prefix_cache": None})})
+        p = p.model_copy(update={"services": services})
+    else:
+        p = p.model_copy(update={"search": p.search.model_copy(update={"cp": [1]})})
     return plan(resolve(p, rp.doc), opts, timings=False, compare=False)
 
 
@@ -74,7 +95,8 @@ def _speculates(doc: PlanResult, si: int) -> bool:
 
 
 def _decode_devices(doc: PlanResult, si: int) -> int:
-    return sum(p.devices for p in doc.services[si].pools if p.role == "decode")
+    """The devices that decode for service si: its decode and colocated pools (both speculate)."""
+    return sum(p.devices for p in doc.services[si].pools if p.role in ("decode", "colocated"))
 
 
 def break_even(rp: ResolvedProblem, si: int, opts: SolveOptions, used: bool) -> float | None:
@@ -125,6 +147,28 @@ def _speculation_choice(rp, winner: PlanResult, si: int, opts) -> Choice:
                   effect=effect + f"; below acceptance {x:.2f} it would not pay")
 
 
+def _prefill_devices(doc: PlanResult, si: int) -> int:
+    return sum(p.devices for p in doc.services[si].pools if p.role in ("prefill", "colocated"))
+
+
+def _prefix_choice(rp, winner: PlanResult, si: int, opts) -> Choice:
+    svc = rp.problem.services[si]
+    pc = svc.workload.prefix_cache
+    what = (f"a shared prefix of {pc.shared_prefix_tokens} tokens, {shared_share(rp, si):.0%} of the mean prompt"
+            if pc.shared_prefix_tokens is not None else f"hit rate {pc.hit_rate:g}")
+    alt = _without(rp, opts, prefix_of=si)
+    if alt.status == "infeasible":
+        effect = f"the prefix cache ({what}) is what meets the SLO of '{svc.name}': without it no plan is feasible"
+    else:
+        d_with, d_without = _prefill_devices(winner, si), _prefill_devices(alt, si)
+        saved = (d_without - d_with) / d_without * 100.0 if d_without else 0.0
+        effect = (f"the prefix cache ({what}) saves {saved:.0f}% of the prefill devices of '{svc.name}' "
+                  f"({d_with} instead of {d_without}) and {_cost_phrase(winner, alt)}")
+    return Choice(dimension="prefix_cache", service=svc.name, used="shared_prefix" if pc.shared_prefix_tokens
+                  is not None else "hit_rate", effect=effect,
+                  cost_without_per_hour=alt.cost_per_hour if alt.status != "infeasible" else None)
+
+
 def _cp_choice(rp, winner: PlanResult, si: int, alt: PlanResult | None) -> Choice:
     """`alt`: the best plan with search.cp [1] (None when no service of the plan uses CP)."""
     svc = rp.problem.services[si]
@@ -145,10 +189,11 @@ def _cp_choice(rp, winner: PlanResult, si: int, alt: PlanResult | None) -> Choic
 
 
 def choices(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions) -> list[Choice] | None:
-    """The record's `choices`; None when the problem offers neither dimension (or has no plan)."""
+    """The record's `choices`; None when the problem offers no dimension (or has no plan)."""
     offers_cp = int(np.max(rp.problem.search.cp)) > 1
     specs = [si for si, s in enumerate(rp.problem.services) if s.speculative is not None]
-    if winner.status == "infeasible" or not (offers_cp or specs):
+    cached = [si for si, s in enumerate(rp.problem.services) if s.workload.prefix_cache is not None]
+    if winner.status == "infeasible" or not (offers_cp or specs or cached):
         return None
     out: list[Choice] = []
     uses_cp = any(p.cp for s in winner.services for p in s.pools)
@@ -158,4 +203,6 @@ def choices(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: Sol
             out.append(_cp_choice(rp, winner, si, no_cp))
         if si in specs:
             out.append(_speculation_choice(rp, winner, si, opts))
+        if si in cached:
+            out.append(_prefix_choice(rp, winner, si, opts))
     return out

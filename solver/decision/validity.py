@@ -32,7 +32,7 @@ from collections.abc import Callable
 from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
-from solver.decision.dimensions import with_acceptance, with_hit_rate
+from solver.decision.dimensions import shared_share, with_acceptance, with_hit_rate
 from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
@@ -152,9 +152,14 @@ def _acceptance_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Inter
 
 
 def _hit_rate_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
-    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE)."""
+    """Service si's prefix-cache hit rate (at most MAX_HIT_RATE); a shared prefix as the share
+    of the mean prompt it covers, varied by changing its length (dimensions.py `with_hit_rate`)."""
     s = rp.problem.services[si]
-    return _rebuilt_interval(f"prefix hit rate of '{s.name}'", "hit rate", s.workload.prefix_cache.hit_rate,
+    pc = s.workload.prefix_cache
+    if pc.shared_prefix_tokens is not None:
+        return _rebuilt_interval(f"prefix hit rate of '{s.name}' (its shared prefix / the mean prompt)", "hit rate",
+                                 round(shared_share(rp, si), 6), MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
+    return _rebuilt_interval(f"prefix hit rate of '{s.name}'", "hit rate", pc.hit_rate,
                              MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
 
 
@@ -216,7 +221,8 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
     acceptance = [_acceptance_interval(rp, si, rebuilt) for si, s in enumerate(services)
                   if s.speculative is not None] or None
     hit_rates = [_hit_rate_interval(rp, si, rebuilt) for si, s in enumerate(services)
-                 if s.workload.prefix_cache is not None and s.workload.prefix_cache.hit_rate] or None
+                 if s.workload.prefix_cache is not None
+                 and (s.workload.prefix_cache.shared_prefix_tokens is not None or s.workload.prefix_cache.hit_rate)] or None
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
                     solves=2 * (budget.used + own.used) + pr.plans + rebuilt.plans,
                     cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates)

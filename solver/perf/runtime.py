@@ -10,12 +10,9 @@ Three roles of an instance:
   margin, meets the SLO.
 - `decode` (disaggregated): `batch` sequences decode together; TPOT is the iteration (pipeline
   cycle) time; capacity = slot fill x batch / (output tokens x TPOT).
-- `colocated` (continuous batching with chunked prefill): an operating point with `batch`
-  decoding sequences and a per-iteration prefill chunk. Little's law fixes the share of
-  iterations that carry prefill: f = batch x input / (output x chunk). Those iterations are
-  slower (prefill work plus the named mixed-batch slowdown); TPOT p50 is the mean iteration,
-  p99 adds the binomial spread of mixed iterations over a request's tokens; TTFT waits for the
-  prefill lane (M/D/1 at its busy share) and takes ceil(input / chunk) mixed iterations.
+- `colocated` (continuous batching with chunked prefill, with or without speculation):
+  solver/perf/colocated.py, built on the helpers here (`cycle`, `prompt_latency`,
+  `mixed_iteration`, `effective_chunk`).
 
 A benchmark that keeps N requests in flight (vLLM/SGLang bench, aiperf) is `closed_loop.py`.
 """
@@ -29,7 +26,7 @@ import numpy as np
 from solver.perf import prefix, speculative
 from solver.perf.arch import ModelArch
 from solver.perf.memory import Memory, memory
-from solver.perf.slots import budget_decoders, queue_wait, slot_wait
+from solver.perf.slots import queue_wait
 from solver.perf.stages import Load, StageTime, pass_latency, stage_time
 from solver.perf.tables import PRECISION_BYTES, HardwareTable, Plans
 from solver.perf.workload import Slo, Workload, slot_fill
@@ -310,86 +307,3 @@ def effective_chunk(chunk, input_tokens: float, engine: EngineParams, decoding=0
     if engine.chunked_prefill:
         return np.maximum(c - np.asarray(decoding, dtype=float), 0.0)
     return np.maximum(1.0, np.round(c / input_tokens)) * input_tokens
-
-
-@dataclass(frozen=True)
-class _Lane:
-    """A colocated instance's request path at slot occupancy `fill`: the wait for one of `slots`
-    decode slots (each held `hold_s`), the prefill lane's M/D/1 wait (per-prompt `service_s`,
-    `service99_s` for the p99 prompt), the prompt's own latency and the fixed `extra_s`."""
-
-    slots: np.ndarray
-    hold_s: np.ndarray
-    extra_s: np.ndarray
-    service_s: np.ndarray
-    service99_s: np.ndarray
-    lat_s: np.ndarray
-    lat99_s: np.ndarray
-    stable: np.ndarray
-    ca2: float = 1.0  # squared CV of inter-arrival times (both waits scale with it: queue_wait)
-
-    def at(self, fill, slo: Slo, engine: EngineParams):
-        lam = fill * self.slots / self.hold_s
-        rho = np.minimum(lam * self.service_s, 1.0)
-        k = self.ca2
-        ttft50 = (queue_wait(rho, self.service_s, 0.5, k) + slot_wait(fill, self.slots, self.hold_s, 0.5, k)
-                  + self.extra_s + self.lat_s)
-        ttft99 = (queue_wait(rho, self.service99_s, 0.99, k) + slot_wait(fill, self.slots, self.hold_s, 0.99, k)
-                  + self.extra_s + self.lat99_s)
-        ok = (self.stable & (rho < engine.max_utilization)
-              & _within(ttft50 * 1e3, slo.ttft_p50_ms, slo.safety_margin)
-              & _within(ttft99 * 1e3, slo.ttft_p99_ms, slo.safety_margin))
-        return lam, rho, ttft50, ttft99, ok
-
-
-def colocated_role(
-    arch: ModelArch,
-    hw: HardwareTable,
-    plans: Plans,
-    wl: Workload,
-    slo: Slo,
-    engine: EngineParams,
-    chunk_tokens,
-) -> RoleMetrics:
-    """The decode batch is `batch`, or fewer where the token budget cannot feed that many
-    (solver/perf/slots.py `budget_decoders`); the slot occupancy is the highest, up to the slot
-    fill (workload.py `slot_fill`: `decode_slot_fill`, or full slots offline), at which the wait
-    for a decode slot (slots.py `slot_wait`) plus the prefill lane's wait and latency meet the
-    TTFT bounds."""
-    s, o = wl.input_tokens, wl.output_tokens
-    n = budget_decoders(plans.batch, chunk_tokens, s, o, engine.chunked_prefill) + np.zeros(len(plans))
-    c = effective_chunk(chunk_tokens, s, engine, n) + np.zeros(len(plans))
-    stable, c, n = (c >= 1.0) & (n >= 1.0), np.maximum(c, 1.0), np.maximum(n, 1.0)
-    f = n * s / (o * c)  # share of iterations that carry prefill work
-    stable &= f <= 1.0 + 1e-9
-    f = np.minimum(f, 1.0)
-    tau_d, st = cycle(arch, hw, plans, Load.decode(n, wl.decode_context), engine)
-    tau_m, _ = cycle(arch, hw, plans, Load.mixed(n, wl.decode_context, c, s), engine)
-    tau_m = mixed_iteration(tau_d, tau_m, engine)
-    tau = f * tau_m + (1.0 - f) * tau_d
-    tpot99 = tau + Z99 * np.sqrt(f * (1.0 - f) / max(o - 1.0, 1.0)) * (tau_m - tau_d)
-    service = s * tau_m / c  # the prefill lane's per-prompt service
-    lat = prompt_latency(arch, hw, plans, n, wl.decode_context, c, s, engine)
-    lat99 = prompt_latency(arch, hw, plans, n, wl.decode_context, c, wl.input_p99, engine)
-    lane = _Lane(n, o * tau, tau / 2.0 + engine.request_overhead_ms * 1e-3, service,
-                 wl.input_p99 * tau_m / c, lat, lat99, stable, wl.arrival_cv2)
-    fill = _solve_rho(lambda x: lane.at(x, slo, engine)[-1], len(plans), slot_fill(slo, engine))
-    lam, rho, ttft50, ttft99, ok = lane.at(np.maximum(fill, 1e-6), slo, engine)
-    ok &= (fill > 0) & _within(tau * 1e3, slo.tpot_p50_ms, slo.safety_margin) & _within(
-        tpot99 * 1e3, slo.tpot_p99_ms, slo.safety_margin)
-    mem = memory(arch, hw, plans, wl.decode_context, n + c, engine)
-    good = ok & mem.fits
-    return RoleMetrics(
-        memory=mem,
-        prefill_ms=lat * 1e3,
-        decode_step_ms=tau_d * 1e3,
-        ttft_p50_ms=ttft50 * 1e3,
-        ttft_p99_ms=ttft99 * 1e3,
-        tpot_p50_ms=tau * 1e3,
-        tpot_p99_ms=tpot99 * 1e3,
-        capacity_qps=np.where(good, lam, 0.0),
-        tokens_per_s=np.where(good, lam * o, 0.0),
-        utilization=rho,
-        slo_ok=ok,
-        breakdown=st,
-    )

@@ -19,7 +19,8 @@ TPOT = (verification + drafts) / E. While the decode step is bound by reading th
 (small batch) the verification costs about one plain step and speculation divides TPOT by
 about E; once the step is compute-bound the verification costs k + 1 plain steps' GEMMs and
 speculation loses. The candidate table carries the plan with speculation on and off
-(`Plans.spec`), so the fleet model picks it only where it pays.
+(`Plans.spec`), decode and colocated rows alike (the colocated iteration with speculation:
+solver/perf/colocated.py), so the fleet model picks it only where it pays.
 
 The verification's activations grow with its k + 1 tokens per sequence; the target's KV for
 the drafted positions is a few tokens per sequence and is not counted.
@@ -39,7 +40,7 @@ from solver.perf.memory import Memory, kv_bytes_per_token, memory, weight_bytes
 from solver.perf.stages import Load
 from solver.perf.tables import HardwareTable, Plans
 from solver.schema.engine import EngineParams
-from solver.schema.roles import DECODE
+from solver.schema.roles import COLOCATED, DECODE
 from solver.schema.speculative import Speculative, expected_tokens
 
 Cycle = Callable[..., tuple[np.ndarray, object]]  # solver.perf.runtime.cycle
@@ -67,10 +68,10 @@ class Speculation:
 
 
 def speculation_axis(spec: Speculation | None, role: int) -> list[int]:
-    """The values of `Plans.spec` a (service, role) is evaluated at: off and on for decode
-    instances of a service that may speculate, off otherwise (prefill does not decode; colocated
-    instances are evaluated without speculation)."""
-    return [0, 1] if spec is not None and role == DECODE else [0]
+    """The values of `Plans.spec` a (service, role) is evaluated at: off and on for decode and
+    colocated instances of a service that may speculate (colocated: solver/perf/colocated.py),
+    off otherwise (prefill does not decode)."""
+    return [0, 1] if spec is not None and role in (DECODE, COLOCATED) else [0]
 
 
 def head_arch(arch: ModelArch) -> ModelArch:
@@ -148,13 +149,14 @@ def decode_memory(arch: ModelArch, hw: HardwareTable, plans: Plans, seqs, wl, en
 
 
 def with_proposer_memory(mem: Memory, arch: ModelArch, plans: Plans, seqs, context,
-                         sp: Speculation | None) -> Memory:
+                         sp: Speculation | None, verify_in_pass: bool = False) -> Memory:
     """`mem` plus, where the plan speculates, the proposer's weights and KV per device and the
-    verification's activations (k + 1 tokens per sequence)."""
+    verification's activations (k + 1 tokens per sequence; `verify_in_pass`: `mem`'s pass
+    already counts them, as a colocated token budget does)."""
     on = plans.spec == 1
     if sp is None or not np.any(on):
         return mem
-    act = mem.activations * np.where(on, sp.tokens + 1.0, 1.0)
+    act = mem.activations * np.where(on & (not verify_in_pass), sp.tokens + 1.0, 1.0)
     if sp.method == "ngram":
         return dataclasses.replace(mem, activations=act)
     model, dplans = _proposer(arch, plans, sp)

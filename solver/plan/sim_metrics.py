@@ -39,6 +39,8 @@ class _Use:
     preemptions: int
     queue_max: int
     elapsed_s: float
+    prefix_query_tokens: int = 0
+    prefix_hit_tokens: int = 0
 
 
 def instance_stats(instances, end_s: float) -> list[_Use]:
@@ -55,7 +57,9 @@ def instance_stats(instances, end_s: float) -> list[_Use]:
         total = float(getattr(kv, "total", 0) or 0)
         out.append(_Use(busy_s=st.busy_s, queue_integral=st.waiting_s,
                         kv_integral=st.kv_block_s / total if total > 0 else 0.0, preemptions=st.preemptions,
-                        queue_max=st.max_waiting, elapsed_s=end_s))
+                        queue_max=st.max_waiting, elapsed_s=end_s,
+                        prefix_query_tokens=int(getattr(kv, "query_tokens", 0)),
+                        prefix_hit_tokens=int(getattr(kv, "hit_tokens", 0))))
     return out
 
 

@@ -98,10 +98,14 @@ class Instance:
         self._ctx_off = 0  # sum over decoders of (computed - base): their context at step G is this + n G
         self._pending: tuple | None = None  # (end_s, kind, payload) of the iteration / stretch in flight
         self._done: list[int] = []  # ids that left, not yet returned by advance
-        # prefix caching (the service's workload.prefix_cache): a prompt's prefill starts after
-        # its prefix (`prefix_tokens`, at least its last token left to compute), as the
-        # performance model's cached prefill does (solver/perf/prefix.py)
+        # prefix caching (the service's workload.prefix_cache): a waiting prompt's prefill
+        # starts after the blocks of its prefix the KV cache still holds (`lookup`;
+        # solver/replay/kv.py: cached under LRU eviction), at least its last token left to compute
         self.cached_prefill = False
+        # speculation (solver/replay/speculation.py): tokens a decoder gains per mixed iteration
+        # beyond the one the bookkeeping gives (E - 1), and what of them is not yet a whole step
+        self.spec_gain = 0.0
+        self._credit = 0.0
 
     # ---- the Server protocol -----------------------------------------------------------------
 
@@ -117,9 +121,8 @@ class Instance:
         decode = self.role == "decode"
         for i in np.asarray(ids, dtype=np.int64).tolist():
             p = int(prompt[i])
-            start = min(int(ptok[i]), p - 1) if self.cached_prefill and pid[i] >= 0 else 0
             seq = Seq(i, p, max(int(out[i]), 1), int(pid[i]), int(ptok[i]),
-                      computed=p if decode else start, generated=1 if decode else 0)
+                      computed=p if decode else 0, generated=1 if decode else 0)
             self.waiting.append(seq)
         self.stats.max_waiting = max(self.stats.max_waiting, len(self.waiting))
         if self._pending is not None and self._pending[1] == "stretch":
@@ -150,9 +153,19 @@ class Instance:
 
     # ---- helpers the policies call -------------------------------------------------------------
 
+    def lookup(self, seq: Seq) -> None:
+        """Before a policy sizes a waiting sequence's first chunk: with prefix caching, its
+        computed tokens are the cached blocks of its prefix (looked up again while it waits:
+        they may be evicted meanwhile)."""
+        if self.cached_prefill and seq.prefix_id >= 0 and not seq.shared and seq.computed == seq.looked:
+            seq.looked = self.kv.lookup(seq)
+
     def admit(self, seq: Seq) -> None:
         """The head of the waiting queue starts running."""
         self.waiting.popleft()
+        if self.cached_prefill and self.role != "decode":  # vLLM's prefix_cache_queries / hits
+            self.kv.query_tokens += seq.prompt
+            self.kv.hit_tokens += seq.looked
         seq.admit = self._admits
         self._admits += 1
         self.running[seq.admit] = seq
@@ -198,7 +211,7 @@ class Instance:
         else:
             self.prefilling.remove(seq)
         self.kv.release(seq)
-        seq.computed = 0
+        seq.computed = seq.looked = 0
         seq.admit = -1
         self.waiting.appendleft(seq)
         self.table._preemptions[seq.id] += 1
@@ -290,6 +303,8 @@ class Instance:
         if batch.decode:
             self._decode_steps(1, end)
             self.policy.decoded(1)
+            if self.spec_gain and batch.prefill:
+                self._spec_steps(end)
         first = self.table._first_token_s
         for seq, c in batch.prefill:
             seq.computed += c
@@ -305,6 +320,19 @@ class Instance:
                 self._finish(seq, end)
             else:
                 self.join_decoders(seq)
+
+    def _spec_steps(self, end: float) -> None:
+        """After a speculating mixed iteration: the decoders' tokens beyond one, as whole decode
+        steps at its end (as many as the KV blocks allow; the rest stays owed)."""
+        self._credit += self.spec_gain
+        k = int(self._credit)
+        if not k or not self.kv.n_dec:
+            return
+        k = min(k, self.kv.dec_steps_fitting(k))
+        if k:
+            self._decode_steps(k, end)
+            self.policy.decoded(k)
+            self._credit -= k
 
     def _leave(self, seq: Seq) -> None:
         self.running.pop(seq.admit)
@@ -346,8 +374,11 @@ class InstancePlan:
         vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
         to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
         policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
+        if role == "colocated":  # a decode instance's budget is its batch: its decoders always fit
+            policy.decode_tokens = self.steps.spec_k + 1
         inst = Instance(table, self.steps, policy, KVCache(self.kv_blocks, policy.block_tokens), index, role)
         inst.cached_prefill = self.cached_prefill
+        inst.spec_gain = self.steps.spec_gain - 1.0
         return inst
 
 

@@ -12,16 +12,33 @@ sequences), in blocks of the engine's size:
   tensorrt_llm/llmapi/llm_args.py).
 
 A sequence holds ceil(tokens / block) blocks of its own and grows block by block as its context
-grows; finishing (or a preemption) frees them. Sequences with one `prefix_id` share the full
-blocks of their first `prefix_tokens` tokens: those are counted once per instance, ref-counted,
-and freed with their last holder. That table is the seam for full prefix caching (issue 15:
-keep freed prefixes cached under LRU eviction, and skip their prefill compute); here a shared
-prefix saves memory only.
+grows; finishing (or a preemption) frees them.
+
+Prefix caching, as vLLM's block pool keeps it (vllm/v1/core/block_pool.py, kv_cache_manager.py):
+sequences with one `prefix_id` share the full blocks of their first `prefix_tokens` tokens (a
+prefix id names a token string; a sequence shares as many of its leading blocks as its own
+`prefix_tokens` cover). A prefix's blocks are counted once per instance while held (an entry:
+holders, blocks). When the last holder frees them they stay cached: evictable, in a
+least-recently-freed order (vLLM's `free_block_queue`: `free_blocks` appends a freed request's
+blocks, its tail block first, and `get_new_blocks` pops from the head, evicting the cached
+block it pops: `_maybe_evict_cached_block`). Cached blocks count as free for allocation; when
+the blocks in use and the cached ones exceed the total, the least recently freed entry loses
+blocks from its tail until they fit, then the next one. A waiting sequence's lookup
+(`lookup`, vLLM's `get_computed_blocks` for a request with no computed tokens) finds the
+leading blocks of its prefix still cached (at most its prompt less one token: vLLM computes the
+last prompt token always) and its prefill starts after them; a hit on an evicted or never
+computed prefix computes those tokens and caches them for the next one. Holding an entry again
+takes its blocks out of the evictable ones (`touch`). Eviction is applied lazily, at the next
+lookup, touch or release, which gives the order eager eviction would (nothing else reads or
+reorders the evictable entries). The counters `query_tokens` and `hit_tokens` are vLLM's
+`prefix_cache_queries` / `prefix_cache_hits` (prompt tokens looked up, tokens found).
 
 Sliding-window layers are counted at full context (conservative for models with local layers).
 """
 
 from __future__ import annotations
+
+from collections import OrderedDict
 
 from solver.perf.arch import ModelArch
 from solver.perf.memory import memory
@@ -51,7 +68,7 @@ class KVCache:
     prefix), `prefix_id` (-1: none) and `prefix_tokens`."""
 
     __slots__ = ("total", "block_tokens", "used", "_prefixes", "_shared_blocks", "step", "_cnt", "_floor",
-                 "n_dec", "_dec_cache")
+                 "n_dec", "_dec_cache", "_lru", "cached", "evicted", "query_tokens", "hit_tokens")
 
     def __init__(self, total_blocks: int, block_tokens: int = 16) -> None:
         if total_blocks < 0 or block_tokens < 1:
@@ -61,6 +78,11 @@ class KVCache:
         self.used = 0
         self._prefixes: dict[int, list[int]] = {}  # prefix id -> [holders, blocks]
         self._shared_blocks = 0
+        self._lru: OrderedDict[int, None] = OrderedDict()  # entries without holders, least recent first
+        self.cached = 0  # blocks of those entries (evictable, counted as free)
+        self.evicted = 0  # cached blocks evicted so far
+        self.query_tokens = 0  # prompt tokens looked up
+        self.hit_tokens = 0  # of them, found cached
         # decoding sequences, held in aggregate (see `dec_join`): the decode step counter, and
         # per residue r of their offsets mod block_tokens the count, plus the sum of floors
         self.step = 0
@@ -169,16 +191,45 @@ class KVCache:
         """Full blocks of the sequence's shared prefix (0 without one)."""
         return seq.prefix_tokens // self.block_tokens if seq.prefix_id >= 0 else 0
 
+    def _bring(self, seq, hold: int) -> int:
+        """Blocks a sequence extending its hold on its prefix to `hold` blocks takes beyond its
+        own: the prefix blocks no holder has brought in yet, and, on its first hold of an entry
+        nobody holds, that entry's cached blocks (they stop being evictable)."""
+        if hold <= seq.shared:
+            return 0
+        entry = self._prefixes.get(seq.prefix_id)
+        if entry is None:
+            return hold
+        touch = entry[1] if entry[0] == 0 and not seq.shared else 0
+        return max(hold - entry[1], 0) + touch
+
+    def _split(self, seq, tokens: int) -> tuple[int, int]:
+        """(prefix blocks held, own blocks) for `tokens` tokens of context: the blocks inside
+        the prefix are the entry's (as its tokens are computed), the rest the sequence's own."""
+        blocks = -(-int(tokens) // self.block_tokens)
+        prefix = self._prefix_blocks(seq)
+        return min(prefix, blocks), max(blocks - prefix, 0)
+
     def need(self, seq, tokens: int) -> int:
         """New blocks the sequence needs to hold `tokens` tokens of context (its own blocks
-        beyond the shared prefix, and the prefix itself if no holder has brought it in)."""
-        prefix = self._prefix_blocks(seq)
-        own = max(-(-int(tokens) // self.block_tokens) - prefix, 0) - seq.blocks
-        bring = prefix if prefix and not seq.shared and seq.prefix_id not in self._prefixes else 0
-        return max(own, 0) + bring
+        beyond the shared prefix, and what holding the prefix takes: `_bring`)."""
+        hold, own = self._split(seq, tokens)
+        return max(own - seq.blocks, 0) + self._bring(seq, hold)
 
     def can_allocate(self, seq, tokens: int) -> bool:
         return self.need(seq, tokens) <= self.free
+
+    def lookup(self, seq) -> int:
+        """The tokens of a waiting sequence's prefix found cached (whole blocks, its prompt less
+        one token at most); its `computed` is set to them."""
+        prefix = self._prefix_blocks(seq)
+        if not prefix:
+            return 0
+        self._settle()
+        entry = self._prefixes.get(seq.prefix_id)
+        hit = min(entry[1], prefix, (seq.prompt - 1) // self.block_tokens) if entry is not None else 0
+        seq.computed = hit * self.block_tokens
+        return seq.computed
 
     def grow(self, seq, tokens: int) -> bool:
         """Hold `tokens` tokens of context for `seq` if the blocks are free (True), else
@@ -192,34 +243,72 @@ class KVCache:
             seq.blocks += add
             self.used += add
             return True
-        prefix = self._prefix_blocks(seq)
-        own = max(max(-(-int(tokens) // self.block_tokens) - prefix, 0) - seq.blocks, 0)
-        bring = prefix if prefix and not seq.shared and seq.prefix_id not in self._prefixes else 0
-        if own + bring > self.free:
+        hold, own = self._split(seq, tokens)
+        own = max(own - seq.blocks, 0)
+        if own + self._bring(seq, hold) > self.free:
             return False
-        if prefix and not seq.shared:
-            if bring:
-                self._prefixes[seq.prefix_id] = [1, prefix]
-                self._shared_blocks += prefix
-            else:
-                self._prefixes[seq.prefix_id][0] += 1
-            seq.shared = prefix
+        if hold > seq.shared:
+            self._hold(seq, hold)
         seq.blocks += own
-        self.used += own + bring
+        self.used += own
         return True
 
+    def _hold(self, seq, hold: int) -> None:
+        """Extend the sequence's hold on its prefix's entry to `hold` blocks (a new holder on its
+        first hold: an entry nobody held is touched, its cached blocks in use again)."""
+        pid = seq.prefix_id
+        entry = self._prefixes.get(pid)
+        if not seq.shared:
+            if entry is not None and entry[0] == 0:
+                self._settle()
+                entry = self._prefixes.get(pid)
+                if entry is not None:
+                    del self._lru[pid]
+                    self.cached -= entry[1]
+                    self.used += entry[1]
+                    self._shared_blocks += entry[1]
+            if entry is None:
+                entry = self._prefixes[pid] = [0, 0]
+            entry[0] += 1
+        extend = max(hold - entry[1], 0)
+        entry[1] += extend
+        self.used += extend
+        self._shared_blocks += extend
+        seq.shared = hold
+
     def release(self, seq) -> None:
-        """Free the sequence's own blocks and its hold on a shared prefix."""
+        """Free the sequence's own blocks and its hold on a shared prefix (the prefix stays
+        cached, evictable, when it was the last holder)."""
         self.used -= seq.blocks
         seq.blocks = 0
         if seq.shared:
-            entry = self._prefixes[seq.prefix_id]
+            pid = seq.prefix_id
+            entry = self._prefixes[pid]
             entry[0] -= 1
-            if entry[0] == 0:  # issue 15: keep it cached (LRU) instead of freeing
-                del self._prefixes[seq.prefix_id]
+            if entry[0] == 0:
                 self.used -= entry[1]
                 self._shared_blocks -= entry[1]
+                self.cached += entry[1]
+                self._lru[pid] = None
+                self._settle()
             seq.shared = 0
+
+    def _settle(self) -> None:
+        """Evict cached blocks, least recently freed entry first and its tail first, until the
+        blocks in use and the cached ones fit the total."""
+        over = self.used + self.dec_used(self.step) + self.cached - self.total
+        lru, prefixes = self._lru, self._prefixes
+        while over > 0 and lru:
+            pid = next(iter(lru))
+            entry = prefixes[pid]
+            take = min(entry[1], over)
+            entry[1] -= take
+            self.cached -= take
+            self.evicted += take
+            over -= take
+            if entry[1] == 0:
+                del lru[pid]
+                del prefixes[pid]
 
     @property
     def shared_blocks(self) -> int:

@@ -22,8 +22,9 @@ Definitions (vLLM `vllm/benchmarks/serve.py` `calculate_metrics`, vllm-project/v
 Instance statistics (`InstanceStats`, written by the instance) are optional: each has
 `busy_s` (seconds with an iteration running), `queue_integral` (integral over time of the
 waiting-queue length, request-seconds), `kv_integral` (integral of the share of KV blocks in use,
-seconds), `preemptions` (count), and may have `queue_max`, `kv_max` and `elapsed_s` (the
-seconds the integrals cover; the replay's last finish when absent).
+seconds), `preemptions` (count), and may have `queue_max`, `kv_max`, `elapsed_s` (the
+seconds the integrals cover; the replay's last finish when absent) and `prefix_query_tokens` /
+`prefix_hit_tokens` (prompt tokens looked up in the prefix cache, and found).
 """
 
 from __future__ import annotations
@@ -177,10 +178,13 @@ def instance_use(stats: Sequence, end_s: float) -> InstanceUse | None:
     def mean(a):
         return float(np.nanmean(a)) if np.isfinite(a).any() else None
 
+    queried = sum(int(getattr(s, "prefix_query_tokens", 0) or 0) for s in stats)
+    hits = sum(int(getattr(s, "prefix_hit_tokens", 0) or 0) for s in stats)
     return InstanceUse(instances=len(stats), busy_share=mean(busy), mean_queue_len=mean(queue),
                        max_queue_len=None if None in qmax else float(max(qmax)), mean_kv_use=mean(kv),
                        max_kv_use=None if None in kmax else float(max(kmax)),
-                       preemptions=int(sum(int(s.preemptions) for s in stats)))
+                       preemptions=int(sum(int(s.preemptions) for s in stats)),
+                       prefix_hit_rate=hits / queried if queried else None)
 
 
 @dataclass(frozen=True)

@@ -146,6 +146,9 @@ class StepTimes:
         self._dec_stage[0] = 0.0
         self._dec_cycle = self._decode_cycle_rows(np.arange(0.0, self.max_seqs + 1.0))
         self._dec_rows = self._dec_cycle.tolist()
+        # speculation (solver/replay/speculation.py `speculating` sets them): drafted tokens per
+        # decoder, tokens a decoder gains per iteration (E), draft seconds per decode count x ctx
+        self.spec_k, self.spec_gain, self._draft_rows = 0, 1.0, None
 
     # ---- building ----------------------------------------------------------------------------
 
@@ -326,6 +329,24 @@ class StepTimes:
         """
         if not t:
             return self.decode_cycle_s(n, ctx)
+        if self.spec_k and n:
+            return self._spec_mixed_s(n, ctx, t, s, completing, pieces)
+        return self._cycle_s(n, ctx, t, s, completing, pieces)
+
+    def _spec_mixed_s(self, n: int, ctx: float, t: int, s: float, completing: int, pieces: int) -> float:
+        """A mixed iteration of a speculating instance: its n decoders' k drafted positions ride
+        as prefill tokens of equivalent prompt 2 ctx - 1 beside the t chunk tokens (their causal
+        pairs add; they need logits), plus the k draft passes (solver/perf/colocated.py)."""
+        kn = self.spec_k * n
+        s_all = (t * s + kn * max(2.0 * ctx - 1.0, 1.0)) / (t + kn)
+        row = self._draft_rows[min(n, self.max_seqs)]
+        xs = self._ctx
+        j = min(max(bisect.bisect_right(xs, ctx) - 1, 0), len(xs) - 2)
+        v = min(max((ctx - xs[j]) / (xs[j + 1] - xs[j]), 0.0), 1.0)
+        draft = row[j] + v * (row[j + 1] - row[j])
+        return self._cycle_s(n, ctx, t + kn, s_all, completing + kn, pieces) + draft
+
+    def _cycle_s(self, n: int, ctx: float, t: int, s: float, completing: int, pieces: int) -> float:
         dp = self.dp
         if dp > 1:
             n, t, completing = -(-n // dp), -(-t // dp), -(-completing // dp)

@@ -64,7 +64,10 @@ def service_text(s: SimulatedService) -> str:
     rows = [_row("service", "-", "-", None, s.steady_qps, r)]
     rows += [_row(p.role, p.hardware + (f"@{p.site}" if p.site else ""), _parallel(p), p.instances, p.steady_qps,
                   p.replay) for p in s.pools]
-    return head + "\n" + table(HEADERS, rows)
+    hits = [f"{p.role} {_parallel(p)} {100 * p.replay.instances.prefix_hit_rate:.1f}%" for p in s.pools
+            if p.replay.instances is not None and p.replay.instances.prefix_hit_rate is not None]
+    tail = ("\nprefix cache hit rate (prompt tokens found cached): " + ", ".join(hits)) if hits else ""
+    return head + "\n" + table(HEADERS, rows) + tail
 
 
 def simulate_text(doc: SimulationResult) -> str:

@@ -115,16 +115,18 @@ class Validity(Doc):
         None, description="per service that may speculate: the acceptance rate's interval (unit "
         "'acceptance'); absent when no service speculates")
     hit_rates: list[Interval] | None = Field(
-        None, description="per service with a prefix-cache hit_rate: its interval (unit 'hit rate')")
+        None, description="per service with a prefix cache: the hit rate's interval (unit 'hit rate'; a shared "
+        "prefix as its share of the mean prompt, varied by its length)")
 
 
 class Choice(Strict):
     """A modelling dimension the plan chose (or declined) for one service, and its effect,
     found by re-solving without it (solver/decision/dimensions.py)."""
 
-    dimension: Literal["context_parallelism", "speculation"]
+    dimension: Literal["context_parallelism", "speculation", "prefix_cache"]
     service: str
-    used: str | None = Field(description="what the plan uses (e.g. 'cp4', 'eagle'); None: offered, not used")
+    used: str | None = Field(description="what the plan uses (e.g. 'cp4', 'eagle'; a prefix cache: 'shared_prefix' "
+                             "or 'hit_rate'); None: offered, not used")
     effect: str = Field(description="the effect in words")
     cost_without_per_hour: float | None = Field(
         None, description="the best plan without the dimension (None: infeasible, or not solved)")

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import Field
 
 from solver.schema.base import Strict
+from solver.schema.pool import Doc
 
 
 class LatencyStats(Strict):
@@ -42,9 +43,12 @@ class SloCheck(Strict):
     met: bool
 
 
-class InstanceUse(Strict):
+class InstanceUse(Doc):
     """Time averages over the pool's instances (from their statistics, when the server gives
-    them): busy share of time, waiting-queue length, share of KV blocks in use."""
+    them): busy share of time, waiting-queue length, share of KV blocks in use; with prefix
+    caching, the share of prompt tokens its caches found."""
+
+    _omit_when_none = frozenset({"prefix_hit_rate"})
 
     instances: int = Field(ge=0)
     busy_share: float | None = Field(None, ge=0, description="mean over instances of busy seconds / elapsed")
@@ -53,6 +57,9 @@ class InstanceUse(Strict):
     mean_kv_use: float | None = Field(None, ge=0, description="share of KV blocks in use, time average")
     max_kv_use: float | None = Field(None, ge=0)
     preemptions: int = Field(0, ge=0, description="as the instances counted them (all requests)")
+    prefix_hit_rate: float | None = Field(
+        None, ge=0, le=1, description="prompt tokens found in the instances' prefix caches / prompt tokens "
+        "looked up (vLLM's prefix_cache_hits / prefix_cache_queries), all requests; absent without prefix caching")
 
 
 class PoolReplay(Strict):

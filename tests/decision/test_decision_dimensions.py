@@ -97,3 +97,30 @@ def test_prefix_hit_rate_interval_holds_inside():
     less = plan(with_hit_rate(rp, 0, 0.5), OPTS, timings=False, compare=False)
     pre = lambda d: sum(p.devices for p in d.services[0].pools if p.role == "prefill")  # noqa: E731
     assert pre(less) > pre(doc)
+
+
+def test_prefix_cache_choice_names_the_prefill_devices_it_saves():
+    rp, cs, doc = planned("prefix-cache")
+    (c,) = choices(rp, cs, doc, OPTS)
+    assert (c.dimension, c.service, c.used) == ("prefix_cache", "support", "shared_prefix")
+    svc = rp.problem.services[0]
+    plain_svc = svc.model_copy(update={"workload": svc.workload.model_copy(update={"prefix_cache": None})})
+    plain = plan(resolve(rp.problem.model_copy(update={"services": [plain_svc]}), rp.doc), OPTS,
+                 timings=False, compare=False)
+    assert c.cost_without_per_hour == plain.cost_per_hour > doc.cost_per_hour
+    pre = lambda d: sum(p.devices for p in d.services[0].pools if p.role == "prefill")  # noqa: E731
+    saved = round((pre(plain) - pre(doc)) / pre(plain) * 100)
+    assert "a shared prefix of 6144 tokens, 75% of the mean prompt" in c.effect
+    assert f"saves {saved}% of the prefill devices of 'support' ({pre(doc)} instead of {pre(plain)})" in c.effect
+
+
+def test_shared_prefix_has_a_hit_rate_interval():
+    from solver.decision.dimensions import with_hit_rate
+    from solver.decision.validity import _hit_rate_interval
+
+    rp, cs, doc = planned("prefix-cache")
+    # the shared prefix as a hit rate: 6144 / 8192 = 0.75, varied through the prefix's length
+    assert with_hit_rate(rp, 0, 0.5).problem.services[0].workload.prefix_cache.shared_prefix_tokens == 4096
+    i = _hit_rate_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
+    assert i.unit == "hit rate" and i.current == 0.75 and i.low <= 0.75 <= i.high <= 0.99
+    assert i.quantity == "prefix hit rate of 'support' (its shared prefix / the mean prompt)"

@@ -18,6 +18,7 @@ from solver.perf import closed_loop as loop
 from solver.perf import ops
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.colocated import colocated_role
 from solver.perf.memory import kv_bytes_per_token, memory, weight_bytes
 from solver.perf.stages import Load, stage_time
 from solver.perf.tables import GIB, HardwareTable, Plans
@@ -477,7 +478,7 @@ def test_colocated_small_budget_runs_fewer_decoders(a70, h100):
     # (before the replay check this row had no capacity: f = 64 x 2048 / (128 x 512) = 2 > 1)
     p = plans(tp=8, batch=64)
     wl = rt.Workload(2048.0, 128.0)
-    r = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=512)
+    r = colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=512)
     tau_d, _ = rt.cycle(a70, h100, p, Load.decode(30.0, wl.decode_context), E)
     assert r.decode_step_ms[0] == pytest.approx(tau_d[0] * 1e3, rel=1e-12)
     # f = 30 x 2048 / (128 x 482) = 0.9959: nearly every iteration mixed. No SLO, so no TPOT
@@ -487,11 +488,11 @@ def test_colocated_small_budget_runs_fewer_decoders(a70, h100):
     assert r.utilization[0] == pytest.approx(E.max_utilization, rel=1e-6)
     assert E.decode_slot_fill * full < r.capacity_qps[0] < full
     # c = 2048, of which the 64 decode tokens take 64: f = 64 x 2048 / (128 x 1984) = 0.52 <= 1
-    r2 = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=2048)
+    r2 = colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=2048)
     assert r2.capacity_qps[0] > 0.0
     assert r2.tpot_p50_ms[0] > r2.decode_step_ms[0]  # half the iterations carry prefill
     # a budget of 16 tokens cannot hold one request's worth of decode tokens: no capacity
-    r3 = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=16)
+    r3 = colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=16)
     assert r3.capacity_qps[0] == 0.0 and not r3.slo_ok[0]
 
 
@@ -511,7 +512,7 @@ def test_colocated_mixed_iteration_carries_the_budget_not_budget_plus_decodes(a7
     B, c, s, o = 64.0, 2048.0, 2048.0, 128.0
     p = plans(tp=8, batch=B)
     wl = rt.Workload(s, o)
-    r = rt.colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=c)
+    r = colocated_role(a70, h100, p, wl, rt.Slo(), E, chunk_tokens=c)
     tau_d, _ = rt.cycle(a70, h100, p, Load.decode(B, wl.decode_context), E)
     tau_m, _ = rt.cycle(a70, h100, p, Load.mixed(B, wl.decode_context, c - B, s), E)
     tau_m = rt.mixed_iteration(tau_d, tau_m, E)

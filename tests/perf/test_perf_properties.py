@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from solver.perf import closed_loop as loop
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.colocated import colocated_role
 from solver.perf.memory import kv_bytes_per_token, memory, weight_bytes
 from solver.perf.stages import Load, stage_time
 from solver.perf.tables import Plans
@@ -125,7 +126,7 @@ def test_outputs_finite_and_positive(d, s, o):
 
     dec = rt.decode_role(a, hw, p, wl, slo, E)
     pre = rt.prefill_role(a, hw, p, wl, slo, E)
-    col = rt.colocated_role(a, hw, p, wl, slo, E, chunk_tokens=2048.0)
+    col = colocated_role(a, hw, p, wl, slo, E, chunk_tokens=2048.0)
     for r in (dec, pre, col):
         m = r.memory
         for f in ("weights", "kv_cache", "activations", "reserve", "capacity", "kv_bytes_per_token"):

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from solver.perf import runtime as rt
+from solver.perf.colocated import colocated_role
 from solver.perf.slots import budget_decoders, erlang_c, slot_wait
 
 
@@ -79,7 +80,7 @@ def test_bursty_arrivals_lower_the_slo_bound_capacity():
     caps = [rt.prefill_role(arch, hw, p, rt.Workload(2048.0, 150.0, arrival_cv=cv), slo, e).capacity_qps
             for cv in (0.5, 1.0, 2.0)]
     assert np.all(caps[0] > caps[1]) and np.all(caps[1] > caps[2]) and np.all(caps[2] > 0)
-    cp = [rt.colocated_role(arch, hw, Plans.of(hw=0, tp=8, pp=1, ep=1, dp=1, batch=[64], wprec=0, kvprec=0),
+    cp = [colocated_role(arch, hw, Plans.of(hw=0, tp=8, pp=1, ep=1, dp=1, batch=[64], wprec=0, kvprec=0),
                             rt.Workload(2048.0, 150.0, arrival_cv=cv), rt.Slo(ttft_p99_ms=1500.0, tpot_p99_ms=100.0),
                             e, np.array([4096.0])).capacity_qps[0] for cv in (1.0, 3.0)]
     # (TPOT p99 100 ms: this plan's p99 step is 64 ms with the norms' HBM traffic; the TTFT bound binds)

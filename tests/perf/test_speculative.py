@@ -145,10 +145,10 @@ def test_proposer_memory(a70, a8):
     assert ngram.activations[3] == pytest.approx(4 * base.activations[3])
 
 
-def test_speculation_axis_is_decode_only():
+def test_speculation_axis_is_decode_and_colocated():
     from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
     sp = spm.Speculation("eagle", 3, 0.7)
-    assert spm.speculation_axis(sp, DECODE) == [0, 1]
-    assert spm.speculation_axis(sp, PREFILL) == [0] and spm.speculation_axis(sp, COLOCATED) == [0]
-    assert spm.speculation_axis(None, DECODE) == [0]
+    assert spm.speculation_axis(sp, DECODE) == [0, 1] and spm.speculation_axis(sp, COLOCATED) == [0, 1]
+    assert spm.speculation_axis(sp, PREFILL) == [0]
+    assert spm.speculation_axis(None, DECODE) == [0] and spm.speculation_axis(None, COLOCATED) == [0]

@@ -9,6 +9,7 @@ import pytest
 from solver.catalog import shipped
 from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
+from solver.perf.colocated import colocated_role
 from solver.perf.tables import HardwareTable, Plans
 from solver.schema.engine import EngineParams
 
@@ -46,7 +47,7 @@ def test_decode_kv_cache_holds_the_mean_context(a70, h100):
 
 def test_colocated_kv_cache_holds_the_mean_context(a70, h100):
     wl = rt.Workload(2048.0, 1024.0)
-    r = rt.colocated_role(a70, h100, _plans([128]), wl, rt.Slo(), E, np.array([8192.0]))
+    r = colocated_role(a70, h100, _plans([128]), wl, rt.Slo(), E, np.array([8192.0]))
     assert r.memory.kv_cache[0] == 128 * 2560 * 40_960
 
 
@@ -54,8 +55,8 @@ def test_offline_colocated_capacity_is_the_saturated_batch(a70, h100):
     """Offline, capacity = B / (o x mean iteration); online it is derated by the slot fill."""
     wl = rt.Workload(2048.0, 1024.0)
     p, c = _plans([64, 128]), np.array([8192.0, 8192.0])
-    off = rt.colocated_role(a70, h100, p, wl, rt.Slo(ttft_p50_ms=60_000.0), E, c)
-    on = rt.colocated_role(a70, h100, p, wl, rt.Slo(ttft_p50_ms=60_000.0, tpot_p50_ms=1e9), E, c)
+    off = colocated_role(a70, h100, p, wl, rt.Slo(ttft_p50_ms=60_000.0), E, c)
+    on = colocated_role(a70, h100, p, wl, rt.Slo(ttft_p50_ms=60_000.0, tpot_p50_ms=1e9), E, c)
     tau = off.tpot_p50_ms / 1e3  # the mean iteration (same in both: it does not depend on the fill)
     np.testing.assert_allclose(on.tpot_p50_ms, off.tpot_p50_ms, rtol=1e-12)
     full = np.array([64.0, 128.0]) / (1024.0 * tau)

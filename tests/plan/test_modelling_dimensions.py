@@ -62,3 +62,67 @@ def test_speculation_is_used_where_it_pays_only():
                                           "method: ngram, tokens: 3, acceptance_rate: 0.9"))
     keen_bulk = [p for s in keen.services if s.name == "bulk" for p in s.pools if p.role == "decode"]
     assert any(p.speculative == "ngram" for p in keen_bulk)
+
+
+COLOCATED_SPEC = """
+name: colocated-spec
+objective: min_cost
+services:
+  - name: assistant
+    model: llama-3.1-70b
+    precision: fp8
+    workload: {qps: 10, input_tokens: 2048, output_tokens: 512, max_context: 8192}
+    slo:
+      ttft_ms: {p50: 1500, p99: 4000}
+      tpot_ms: {p50: 15, p99: 25}
+    runtime: colocated
+    speculative: {method: eagle, tokens: 3, acceptance_rate: ACCEPT}
+hardware:
+  - type: h100-sxm
+    price_per_hour: 2.50
+search:
+  pp: [1]
+software:
+  engine: vllm
+"""
+
+
+def test_colocated_pools_speculate_where_it_pays():
+    # a TPOT-bound colocated assistant: at acceptance 0.75 (E = 2.73) the EAGLE head lets small
+    # tp2 / tp4 instances meet 15 ms per token; at 0.1 (E = 1.11) it does not pay and the plan
+    # runs tp8 instances without it, at several times the devices
+    def at(a: str):
+        return plan(parse_problem(COLOCATED_SPEC.replace("ACCEPT", a), "colocated-spec.yaml"), OPTS,
+                    timings=False, compare=False)
+
+    good, poor = at("0.75"), at("0.1")
+    assert good.status == poor.status == "optimal"
+    on = good.services[0].pools
+    assert on and all(p.role == "colocated" and p.speculative == "eagle" for p in on)
+    assert all(p.predicted.tpot_ms * 1.05 <= 15 for p in on)
+    off = poor.services[0].pools
+    assert off and all(p.role == "colocated" and p.speculative is None for p in off)
+    assert poor.total_devices >= 3 * good.total_devices
+
+
+def test_replayed_prefix_cache_hits_the_workloads_hit_rate():
+    # problems/prefix-cache.yaml at hit rate 0.75: the plan is sized by it; replayed, its 8
+    # prefix groups miss once per prefill instance (the LRU cache keeps them all) and the
+    # measured hit rate lands a few points below 0.75, the SLO still met
+    from solver.plan.simulate import SimulateOptions, simulate
+
+    text = (ROOT / "problems" / "prefix-cache.yaml").read_text().replace("{shared_prefix_tokens: 6144}",
+                                                                         "{hit_rate: 0.75}")
+    rp = parse_problem(text, "hit.yaml")
+    doc = plan(rp, OPTS, timings=False, compare=False)
+    res = simulate(rp, doc, SimulateOptions(requests=2000), timings=False)
+    (svc,) = res.services
+    prefill = [p for p in svc.pools if p.role == "prefill"]
+    assert prefill
+    for p in prefill:
+        k = p.instances
+        rate = p.replay.instances.prefix_hit_rate
+        # at most 0.75 (block rounding), at least what 8 cold misses per instance leave
+        assert 0.75 * (1 - 8 * k / 2000) - 0.01 <= rate <= 0.75
+    assert all(p.replay.instances.prefix_hit_rate is None for p in svc.pools if p.role == "decode")
+    assert svc.meets_slo

@@ -104,3 +104,44 @@ def test_block_sizes_of_the_engines():
     assert BLOCK_TOKENS == {"vllm": 16, "sglang": 1, "trtllm": 32}
     with pytest.raises(ValueError):
         KVCache(10, 0)
+
+
+def test_freed_prefixes_stay_cached_and_the_least_recent_is_evicted_tail_first():
+    # 10 blocks of 16 tokens. Prefix 1 and prefix 2 are 64 tokens (4 blocks) each
+    kv = KVCache(10, 16)
+    a = Seq(0, 80, 5, prefix_id=1, prefix_tokens=64)
+    assert kv.lookup(a) == 0 and a.computed == 0  # nothing cached: a miss
+    assert kv.grow(a, 80) and kv.used == 5  # 4 prefix blocks + 1 of its own
+    kv.release(a)
+    assert kv.used == 0 and kv.cached == 4 and kv.free == 10  # cached blocks count as free
+    b = Seq(1, 80, 5, prefix_id=1, prefix_tokens=64)
+    assert kv.lookup(b) == 64 and b.computed == 64  # a hit on all 4 blocks
+    assert kv.need(b, 80) == 5  # its own block and the 4 cached ones it takes out of the cache
+    assert kv.grow(b, 80) and kv.used == 5 and kv.cached == 0 and kv.shared_blocks == 4
+    kv.release(b)
+    c = Seq(2, 96, 5, prefix_id=2, prefix_tokens=64)
+    assert kv.lookup(c) == 0
+    assert kv.grow(c, 96) and kv.used == 6 and kv.cached == 4  # 6 + 4 = 10: nothing evicted
+    kv.release(c)
+    assert kv.cached == 8 and kv.evicted == 0  # prefix 1 freed first, then prefix 2
+    d = Seq(3, 48, 5)  # no prefix: 3 blocks, 2 of them truly empty, 1 taken from the cache
+    assert kv.grow(d, 48) and kv.used == 3
+    e = Seq(4, 80, 5, prefix_id=1, prefix_tokens=64)
+    # the lookup settles the cache: one block evicted, from the tail of prefix 1 (least recent)
+    assert kv.lookup(e) == 48 and kv.evicted == 1 and kv.cached == 7
+    f = Seq(5, 96, 5, prefix_id=2, prefix_tokens=64)
+    assert kv.lookup(f) == 64  # prefix 2 untouched
+    assert kv.grow(e, 80) and kv.used == 3 + 4 + 1  # e brings back the evicted block
+    assert kv.cached == 4  # prefix 2 only
+
+
+def test_a_cached_prefix_never_blocks_an_allocation():
+    kv = KVCache(8, 16)
+    a = Seq(0, 128, 5, prefix_id=7, prefix_tokens=128)
+    assert kv.grow(a, 128)
+    kv.release(a)
+    assert kv.cached == 8 and kv.free == 8
+    b = Seq(1, 128, 5)
+    assert kv.grow(b, 128) and kv.used == 8  # the whole cache evicted, at the next settle
+    c = Seq(2, 128, 5, prefix_id=7, prefix_tokens=128)
+    assert kv.lookup(c) == 0 and kv.cached == 0 and kv.evicted == 8

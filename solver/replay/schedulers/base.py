@@ -26,7 +26,7 @@ class Seq:
     first token; a decoder computes one token per step; a preempted one recomputes from 0."""
 
     __slots__ = ("id", "prompt", "output", "computed", "generated", "blocks", "shared", "prefix_id",
-                 "prefix_tokens", "offset", "base", "admit", "started", "reserved")
+                 "prefix_tokens", "offset", "base", "admit", "started", "reserved", "looked")
 
     def __init__(self, rid: int, prompt: int, output: int, prefix_id: int = -1, prefix_tokens: int = 0,
                  computed: int = 0, generated: int = 0) -> None:
@@ -44,6 +44,7 @@ class Seq:
         self.admit = -1  # admission order while running
         self.started = False  # scheduled at least once (queued_s recorded)
         self.reserved = 0  # blocks a no-evict policy reserved for it
+        self.looked = 0  # prompt tokens its last prefix-cache lookup found (solver/replay/kv.py)
 
     @property
     def target(self) -> int:
@@ -70,6 +71,9 @@ class Policy:
     block_tokens = 16
     max_seqs = 256
     max_tokens = 8192
+    # budget tokens one decoding sequence takes per iteration: 1, or k + 1 when the instance
+    # speculates (its sampled token and k drafts: solver/replay/speculation.py)
+    decode_tokens = 1
 
     def schedule(self, inst) -> Batch:  # pragma: no cover - every engine defines it
         raise NotImplementedError

@@ -79,6 +79,7 @@ class SglangScheduler(Policy):
         waiting = inst.waiting
         while waiting and budget > 0 and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            inst.lookup(seq)
             need = seq.target - seq.computed
             new_max = min(seq.output - seq.generated, CLIP_MAX_NEW)
             if need + new_max > rem:

@@ -9,7 +9,9 @@ Followed:
   prompt + max new tokens fit next to the same full reservation of every request in flight, and
   fewer than `max_batch_size` are in flight; nothing is ever evicted;
 - micro-batch scheduler: in-flight batching under `max_num_tokens` per iteration; generation
-  requests first, one token each, then context requests FCFS (`FIRST_COME_FIRST_SERVED`
+  requests first, one token each (1 + the draft tokens when the instance speculates:
+  `decode_tokens`, microBatchScheduler.cpp counting a generation request's draft tokens
+  against `max_num_tokens`), then context requests FCFS (`FIRST_COME_FIRST_SERVED`
   chunking) in the rest; with context chunking
   (`enable_chunked_prefill`) a context that does not fit is cut to a multiple of the KV block
   (`tokens_per_block` 32, `KvCacheConfig`, tensorrt_llm/llmapi/llm_args.py), without it a
@@ -49,7 +51,7 @@ class TrtllmScheduler(Policy):
         budget = self.max_tokens
         if kv.n_dec:  # reservations make this always fit
             batch.decode = True
-            budget -= kv.n_dec
+            budget -= kv.n_dec * self.decode_tokens
         for seq in list(inst.prefilling):
             new = self._chunk(seq.target - seq.computed, budget)
             if new > 0 and kv.grow(seq, seq.computed + new):
@@ -58,6 +60,7 @@ class TrtllmScheduler(Policy):
         waiting = inst.waiting
         while waiting and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            inst.lookup(seq)
             full = kv.blocks_for(seq.prompt + seq.output)
             if self.reserved + full > kv.total:
                 break

@@ -15,9 +15,13 @@ Defaults: `max_num_batched_tokens` 8192 and `max_num_seqs` 1024, vLLM's defaults
 OpenAI server on GPUs of >= 70 GiB other than A100 (vllm/engine/arg_utils.py
 `get_batch_defaults`); a plan's batch and chunk set them.
 
-Not modelled: `long_prefill_token_threshold` (default 0, off), speculative decoding, priority
-scheduling, prefix-cache hits (issue 15), a decode batch larger than the token budget (every
-decoder steps; the budget goes to zero).
+Speculative decoding: a running request's next tokens are `num_tokens_with_spec +
+num_output_placeholders - num_computed_tokens` (vllm/v1/request.py `num_tokens_with_spec`:
+prompt + output + spec tokens), its sampled token and k drafts, all taken from the same token
+budget: `decode_tokens` = k + 1 per decoder (solver/replay/speculation.py).
+
+Not modelled: `long_prefill_token_threshold` (default 0, off), priority scheduling, a decode
+batch larger than the token budget (every decoder steps; the budget goes to zero).
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ class VllmScheduler(Policy):
             batch.preempted += 1
         if kv.n_dec:
             batch.decode = True
-            budget -= kv.n_dec
+            budget -= kv.n_dec * self.decode_tokens
         for seq in list(inst.prefilling) if inst.prefilling else ():
             if budget <= 0:
                 break
@@ -70,6 +74,7 @@ class VllmScheduler(Policy):
         kv, waiting = inst.kv, inst.waiting
         while waiting and budget > 0 and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            inst.lookup(seq)
             new = min(seq.target - seq.computed, budget)
             if not kv.grow(seq, seq.computed + new):
                 break

@@ -19,6 +19,7 @@ import numpy as np
 from solver.errors import InputError
 from solver.replay.requests import NOT_YET, RequestTable
 from solver.replay.sources.lengths import sample_lengths
+from solver.replay.sources.prefixes import workload_prefixes
 from solver.schema.prefix import PrefixCache
 from solver.schema.problem import TokenDist
 
@@ -118,8 +119,8 @@ def gamma_source(rate_qps: float, cv: float, n: int, input_tokens: TokenDist, ou
     """As `poisson_source`, with Gamma inter-arrival times of coefficient of variation `cv`.
     With `max_context`, prompts are capped at max_context - 1 and outputs at what is left.
     `prefix_cache` (the workload's): every request shares prefix 0 of `shared_prefix_tokens`,
-    or, with a `hit_rate` h, has a prefix of its own of floor(h x prompt) tokens (cached, not
-    shared: the analytic model's reading of a hit rate)."""
+    or, with a `hit_rate` h, groups of requests share prefixes sized so that a cache holding
+    them all hits h of the prompt tokens (solver/replay/sources/prefixes.py)."""
     n = _check_count(n, where)
     rng = np.random.default_rng(seed)
     arrivals = gamma_arrivals(rate_qps, n, rng, cv)
@@ -129,10 +130,6 @@ def gamma_source(rate_qps: float, cv: float, n: int, input_tokens: TokenDist, ou
     if max_context is not None:
         output = np.maximum(np.minimum(output, max_context - prompt), 1)
     kind = "poisson" if cv == 1.0 else f"gamma:{cv:g}"
-    pid, ptok = -1, 0
-    if prefix_cache is not None and prefix_cache.shared_prefix_tokens is not None:
-        pid, ptok = 0, np.minimum(prefix_cache.shared_prefix_tokens, prompt)
-    elif prefix_cache is not None and prefix_cache.hit_rate:
-        pid, ptok = np.arange(n), np.floor(prefix_cache.hit_rate * prompt).astype(np.int64)
+    pid, ptok = workload_prefixes(prefix_cache, prompt)
     return ArrivalSource(arrivals, prompt, output, pid, ptok, table=table,
                          label=f"{kind} {rate_qps:g} req/s x {n}")
