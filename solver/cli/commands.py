@@ -131,12 +131,10 @@ def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
 
 def _cmd_frontier(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
+    from solver.questions.frontier import any_feasible, frontier
     from solver.report import question_views as views
     from solver.report.plots import frontier_png, require_matplotlib
 
-    if a.points > MAX_POINTS:
-        raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
     if a.plot:
         require_matplotlib("--plot/--out-png")  # before any solving
     rp = _load_base(a.problem)
