@@ -42,7 +42,9 @@ class Bounded:
     def describe(self) -> str:
         def fmt(v: float) -> str:
             return f"{v:,}" if self.kind is int else f"{v:g}"
-        return f"{'>' if self.open_low else ''}{fmt(self.lo)}..{fmt(self.hi)}"
+        if self.open_low:
+            return f"({fmt(self.lo)}, {fmt(self.hi)}]"
+        return f"{fmt(self.lo)}..{fmt(self.hi)}"
 
     def __call__(self, text: str):
         what = "a whole number" if self.kind is int else "a number"
@@ -53,10 +55,8 @@ class Bounded:
             v = self.kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if self.kind is float and not math.isfinite(v):
-            raise argparse.ArgumentTypeError(f"expected a finite number, got '{text}'")
         low_ok = v > self.lo if self.open_low else v >= self.lo
-        if not (low_ok and v <= self.hi):
+        if not (math.isfinite(v) and low_ok and v <= self.hi):
             raise argparse.ArgumentTypeError(f"must be in {self.describe()}, got {text}")
         return v
 

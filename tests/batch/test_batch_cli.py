@@ -224,7 +224,7 @@ def test_plot_and_ray_without_their_packages_are_clear_errors(batch_tree, tmp_pa
      "problem has a sweep"),
     (("good/sweep.yaml", "--plot-x", "chat.qps"), "error: --plot-x needs --plot FILE.png"),
     (("good", "--jobs", "2", "--ray", "auto"), "not allowed with argument"),
-    (("good", "--jobs", "0"), "must be at least 1"),
+    (("good", "--jobs", "0"), "must be in 1..1,024"),
 ])
 def test_bad_arguments_exit_2_before_planning(batch_tree, args, message, capsys, monkeypatch):
     """In this process (the same parser and runner; no interpreter start per case)."""
