@@ -34,6 +34,7 @@ from typing import Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from solver import files
 from solver.errors import InputError
 
 FORMAT = "fleetplan-profile/1"
@@ -247,9 +248,7 @@ def write_profile(
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    files.write_bytes(path, data, "--out")
 
 
 # ---------------------------------------------------------------------------------------------
