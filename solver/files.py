@@ -42,13 +42,15 @@ def _same(a: Path, b: PathLike) -> bool:
 def target(path: PathLike, flag: str = "--out", inputs: Iterable[PathLike] = ()) -> Path:
     """The file a write to `path` replaces (symlinks followed), checked: a regular file or
     nothing yet, and none of `inputs`."""
-    real = Path(os.path.realpath(path))
     try:
+        real = Path(os.path.realpath(path))
         st = os.stat(real)
     except FileNotFoundError:
         return real
     except OSError as exc:
         raise InputError(f"{flag} {path}: cannot write: {_why(exc)}") from None
+    except ValueError as exc:  # a NUL byte in the name
+        raise InputError(f"{flag} {path!r}: not a file name: {exc}") from None
     if not stat.S_ISREG(st.st_mode):
         kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
         raise InputError(f"{flag} {path}: is {kind}, not a regular file; give a file name")

@@ -58,9 +58,11 @@ def test_no_temporary_file_is_left_on_failure(tmp_path, monkeypatch):
     assert _leftovers(tmp_path) == [] and not (tmp_path / "y.txt").exists()
 
 
-def test_a_missing_folder_is_one_input_error(tmp_path):
+def test_a_missing_folder_or_a_bad_name_is_one_input_error(tmp_path):
     with pytest.raises(InputError, match="cannot write: No such file or directory"):
         files.write_text(tmp_path / "no" / "such" / "f.json", "x")
+    with pytest.raises(InputError, match="not a file name"):
+        files.write_text(f"{tmp_path}/a\0b", "x")
 
 
 @pytest.fixture

@@ -229,7 +229,7 @@ def write_profile(
     `provenance.content_sha256` must be the hash of `text` (checked)."""
     if provenance.content_sha256 != sha256_text(text):
         raise ValueError(f"{family}: provenance hash does not match the CSV text")
-    folder.mkdir(parents=True, exist_ok=True)
+    files.folder(folder, "--out")
     csv_path = folder / (f"{family}.csv.gz" if compress else f"{family}.csv")
     other = folder / (f"{family}.csv" if compress else f"{family}.csv.gz")
     if other.exists():
