@@ -75,7 +75,9 @@ def _die_with(driver: int, parent: int) -> None:
     everywhere: a daemon thread polls both."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            ulong = ctypes.c_ulong
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, ulong(signal.SIGKILL), ulong(0), ulong(0),
+                                                    ulong(0))
     if os.getppid() != parent or not _alive(driver):  # gone before the above took effect
         os._exit(1)
 
