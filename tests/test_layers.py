@@ -20,7 +20,7 @@ PKG = Path(__file__).resolve().parents[1] / "solver"
 
 # bottom to top; a module may import its own layer and the layers below it
 ORDER = (
-    "base",  # solver/__init__.py (the version), solver/errors.py
+    "base",  # solver/__init__.py (the version), solver/errors.py, solver/files.py (writing outputs)
     "schema",  # pydantic documents, YAML loading with line numbers
     "catalog",  # shipped cards, problems and engine calibrations, by name or path
     "profiles",  # measured operator tables: format, interpolation, importers
@@ -49,7 +49,7 @@ DEPLOY_MAY_IMPORT = {"base", "schema", "catalog", "deploy"}
 
 def layer_of(module: str) -> str:
     parts = module.split(".")
-    if parts == ["solver"] or parts[1] == "errors":
+    if parts == ["solver"] or parts[1] in ("errors", "files"):
         return "base"
     if parts[1] == "__main__":
         return "cli"

@@ -11,6 +11,7 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from solver.accuracy.readers.common import MAX_LITERAL, shown
 from solver.errors import InputError
 from solver.schema.validation import ErrorStats, GroupStats, ValidationReport, ValidationRow
 
@@ -32,7 +33,7 @@ def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], I
     def records():
         for i, raw in enumerate(reader, start=2):
             def bad(field: str, why: str, i=i, raw=raw) -> InputError:
-                return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
+                return InputError(f"{path}:{i}: {field}: {why} (got {shown(raw.get(field))})")
 
             if None in raw:
                 raise InputError(f"{path}:{i}: more values than columns")
@@ -41,14 +42,21 @@ def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], I
     return list(header), records()
 
 
+def _literal(text: str | None) -> float:
+    """float(text), for at most MAX_LITERAL characters (a longer literal is a ValueError)."""
+    if text is not None and len(text) > MAX_LITERAL:
+        raise ValueError(f"more than {MAX_LITERAL} characters")
+    return float(text)  # type: ignore[arg-type]
+
+
 def whole_numbers(raw: dict, columns: list[str], bad: Bad) -> dict[str, int]:
     """Each column a whole number >= 1 (non-finite values and fractions are errors)."""
     out = {}
     for c in columns:
         try:
-            v = float(raw[c])
+            v = _literal(raw[c])
         except (TypeError, ValueError):
-            raise bad(c, "expected a whole number") from None
+            raise bad(c, f"expected a whole number of at most {MAX_LITERAL} characters") from None
         if not math.isfinite(v) or v < 1 or v != int(v):
             raise bad(c, "must be a whole number >= 1")
         out[c] = int(v)
@@ -60,9 +68,9 @@ def milliseconds(raw: dict, columns: tuple[str, ...], bad: Bad) -> list[float]:
     out = []
     for c in columns:
         try:
-            v = float(raw[c])
+            v = _literal(raw[c])
         except (TypeError, ValueError):
-            raise bad(c, "expected a number of milliseconds") from None
+            raise bad(c, f"expected a number of milliseconds of at most {MAX_LITERAL} characters") from None
         if not math.isfinite(v) or v <= 0:
             raise bad(c, "must be a positive finite number")
         out.append(v)

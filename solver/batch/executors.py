@@ -5,13 +5,20 @@ every task and calls `done(index, Planned)` in the driver as each finishes (in a
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing as mp
+import os
 import re
+import signal
 import socket
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from typing import TextIO
 
 from solver.batch.work import Flow, Planned, plan_one
 from solver.errors import InputError
@@ -38,11 +45,73 @@ def _pool_context():
     return mp.get_context("spawn")
 
 
-def run_pool(tasks: Sequence[Task], jobs: int, flow: Flow, done: Done) -> None:
-    """At most `jobs` problems at a time, each in a worker process with one CP-SAT worker."""
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the platform has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def capped_jobs(jobs: int, force: bool = False, notes: TextIO | None = None) -> int:
+    """`jobs`, at most the usable CPUs unless `force` (--force-jobs); a cap is said on `notes`."""
+    cpus = usable_cpus()
+    if force or jobs <= cpus:
+        return jobs
+    if notes is not None:
+        print(f"--jobs {jobs}: capped at the {cpus} CPUs this process may use (--force-jobs runs {jobs})",
+              file=notes)
+    return cpus
+
+
+WATCH_S = 0.5  # how often a worker checks that the driver still runs
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with(driver: int, parent: int) -> None:
+    """In a pool worker: exit as soon as the driver (or the worker's own parent, the forkserver)
+    is gone, so that a SIGKILLed driver leaves no worker behind. Linux: the kernel kills the
+    worker when its parent dies (PR_SET_PDEATHSIG; the forkserver exits when the driver does);
+    everywhere: a daemon thread polls both."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ulong = ctypes.c_ulong
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, ulong(signal.SIGKILL), ulong(0), ulong(0),
+                                                    ulong(0))
+    if os.getppid() != parent or not _alive(driver):  # gone before the above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent and _alive(driver):
+            time.sleep(WATCH_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="fleetplan-driver-watch", daemon=True).start()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # exists, another user's
+    return True
+
+
+def _watch_driver(driver: int) -> None:
+    _die_with(driver, os.getppid())
+
+
+def run_pool(tasks: Sequence[Task], jobs: int, flow: Flow, done: Done, force: bool = False,
+             notes: TextIO | None = None) -> None:
+    """At most `jobs` problems at a time (capped at the usable CPUs unless `force`), each in a
+    worker process with one CP-SAT worker; the workers exit when the driver dies."""
     if not tasks:
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
+    workers = min(capped_jobs(jobs, force, notes), len(tasks))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context(),
+                             initializer=_watch_driver, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(plan_one, rp, flow): index for index, rp in tasks}
         pending = set(futures)
         while pending:

@@ -69,6 +69,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._=,+@-]")
 MAX_KEY = 120  # characters of a result file's stem before it is shortened with a hash
 
 
+def printable(text: str) -> str:
+    """`text` as valid UTF-8 for the documents: a file name's undecodable bytes (which Python
+    keeps as surrogates) become U+FFFD."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def safe_name(text: str) -> str:
     """A file-name-safe form of a problem name (other characters become '_')."""
     key = _UNSAFE.sub("_", text).lstrip(".") or "_"

@@ -14,15 +14,14 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Sequence, TextIO
 
-from solver import __version__
+from solver import __version__, files
 from solver.batch import executors
-from solver.batch.inputs import discover, file_keys, input_sha256, variant_key
+from solver.batch.inputs import discover, file_keys, input_sha256, printable, variant_key
 from solver.batch.progress import Progress
 from solver.batch.work import Flow, Planned
 from solver.errors import InputError
@@ -33,7 +32,8 @@ from solver.report import batch_views as views
 from solver.report.plan_views import to_json
 from solver.schema.batch import PLANNED, BatchRecord, BatchSummary, Counts, SummaryRow
 
-RESULTS = "results"  # folder of the per-problem files inside --out
+RESULTS = "results"  # folder of the plan documents inside --out: results/<key>.json
+RECORDS = "records"  # folder of their records (input hash, summary row): records/<key>.json
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class BatchOptions:
     timings: bool = True
     record: bool = True  # the decision record, as `fleetplan plan` (False: --no-record)
     jobs: int = 1
+    force_jobs: bool = False  # more jobs than usable CPUs (else capped at them)
     ray: str | None = None  # a Ray address, "auto", or "local"
     resume: bool = False
     recursive: bool = False
@@ -68,28 +69,37 @@ class Job:
     sweep: tuple[tuple[str, float], ...] = ()
     problem: ResolvedProblem | None = None
     input_sha256: str | None = None
-    error: str | None = None  # invalid before planning
+    error: str | None = None  # not planned: failed to load
+    load_status: str = "invalid"  # with `error`: invalid (bad input) or error (a bug)
+
+
+def _load(path: Path, key: str, opts: BatchOptions, first: int) -> list[Job]:
+    """The jobs of one file; any failure to load it is that file's row alone: `invalid` for bad
+    input (an InputError, a file nested too deeply or too large to load), `error` for a bug."""
+    try:
+        rp = load_problem(path)
+        return [Job(first + i, variant_key(key, v.values), path, rp.name, v.name, v.values, v.problem,
+                    input_sha256(v.problem, opts.flow)) for i, v in enumerate(expand(rp))]
+    except InputError as exc:
+        error, status = str(exc), "invalid"
+    except (RecursionError, MemoryError) as exc:
+        error, status = f"{path}: cannot load: {type(exc).__name__} (nested too deeply or too large)", "invalid"
+    except Exception as exc:  # noqa: BLE001 - a bug in loading this file fails it alone
+        error, status = f"internal error: {path}: {type(exc).__name__}: {exc}", "error"
+    return [Job(first, key, path, path.stem, path.stem, error=error, load_status=status)]
 
 
 def prepare(paths: list[Path], opts: BatchOptions) -> list[Job]:
     jobs: list[Job] = []
     for path, key in zip(paths, file_keys(paths)):
-        try:
-            rp = load_problem(path)
-            variants = expand(rp)
-        except InputError as exc:
-            jobs.append(Job(len(jobs), key, path, path.stem, path.stem, error=str(exc)))
-            continue
-        for v in variants:
-            jobs.append(Job(len(jobs), variant_key(key, v.values), path, rp.name, v.name, v.values,
-                            v.problem, input_sha256(v.problem, opts.flow)))
+        jobs += _load(path, key, opts, len(jobs))
     seen: set[str] = set()
-    for job in jobs:  # keys made safe for file names could meet: keep every one distinct
+    for job in jobs:  # keys made safe for file names could meet (also where case is ignored)
         base, n = job.key, 1
-        while job.key in seen:
+        while job.key.casefold() in seen:
             n += 1
             job.key = f"{base}~{n}"
-        seen.add(job.key)
+        seen.add(job.key.casefold())
     return jobs
 
 
@@ -120,32 +130,34 @@ def check_views(jobs: list[Job], opts: BatchOptions) -> None:
         raise InputError("--plot-x needs --plot FILE.png")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise InputError(f"--out: cannot write {path}: {exc.strerror or exc}") from None
-
-
 def _remove(*paths: Path) -> None:
     for p in paths:
-        p.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            p.unlink(missing_ok=True)
 
 
 class _Results:
-    """The per-problem files under OUT/results/."""
+    """The per-problem files: OUT/results/<key>.json and OUT/records/<key>.json (two folders, so
+    that no problem's key can name another's record), written through `solver.files`, never
+    over one of the batch's problem files."""
 
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, inputs: list[Path]):
         self.folder = out / RESULTS
+        self.records = out / RECORDS
+        self.inputs = inputs
+
+    def make(self) -> None:
+        files.folder(self.folder)
+        files.folder(self.records)
+
+    def write(self, path: Path, text: str) -> None:
+        files.write_text(path, text, "--out", self.inputs)
 
     def result(self, key: str) -> Path:
         return self.folder / f"{key}.json"
 
     def record(self, key: str) -> Path:
-        return self.folder / f"{key}.record.json"
+        return self.records / f"{key}.json"
 
     def rel(self, key: str) -> str:
         return f"{RESULTS}/{key}.json"
@@ -160,12 +172,12 @@ class _Results:
             return None
         if not self.result(job.key).is_file():
             return None
-        return rec.row.model_copy(update={"resumed": True, "file": str(job.file)})
+        return rec.row.model_copy(update={"resumed": True, "file": printable(str(job.file))})
 
 
 def _base_row(job: Job) -> dict:
-    return {"problem": job.name, "base_problem": job.base_problem, "file": str(job.file),
-            "sweep": dict(job.sweep), "input_sha256": job.input_sha256}
+    return {"problem": printable(job.name), "base_problem": printable(job.base_problem),
+            "file": printable(str(job.file)), "sweep": dict(job.sweep), "input_sha256": job.input_sha256}
 
 
 def _row(job: Job, out: Planned, results: _Results, timings: bool) -> SummaryRow:
@@ -228,17 +240,14 @@ def _run(paths: list[Path], opts: BatchOptions, progress_stream: TextIO | None,
          progress: bool | None) -> BatchSummary:
     jobs = prepare(paths, opts)
     check_views(jobs, opts)
-    results = _Results(opts.out)
-    try:
-        results.folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"--out {opts.out}: cannot create the folder: {exc.strerror or exc}") from None
+    results = _Results(opts.out, paths)
+    results.make()
 
     rows: dict[int, SummaryRow] = {}
     todo: list[Job] = []
     for job in jobs:
         if job.error is not None:
-            rows[job.index] = SummaryRow(**_base_row(job), status="invalid", error=job.error)
+            rows[job.index] = SummaryRow(**_base_row(job), status=job.load_status, error=printable(job.error))
             _remove(results.result(job.key), results.record(job.key))
         elif opts.resume and (row := results.resumable(job)) is not None:
             rows[job.index] = row
@@ -253,9 +262,9 @@ def _run(paths: list[Path], opts: BatchOptions, progress_stream: TextIO | None,
         job = by_index[index]
         row = _row(job, out, results, opts.timings)
         if out.doc is not None and row.status != "error":
-            _write_atomic(results.result(job.key), to_json(out.doc))
+            results.write(results.result(job.key), to_json(out.doc))
             rec = BatchRecord(version=__version__, input_sha256=job.input_sha256 or "", row=row)
-            _write_atomic(results.record(job.key), rec.model_dump_json(indent=2) + "\n")
+            results.write(results.record(job.key), rec.model_dump_json(indent=2) + "\n")
         else:
             _remove(results.result(job.key), results.record(job.key))
         rows[index] = row
@@ -267,27 +276,29 @@ def _run(paths: list[Path], opts: BatchOptions, progress_stream: TextIO | None,
         if opts.ray is not None:
             executors.run_ray(tasks, opts.flow, done)
         elif opts.jobs > 1 and len(tasks) > 1:
-            executors.run_pool(tasks, opts.jobs, opts.flow, done)
+            executors.run_pool(tasks, opts.jobs, opts.flow, done, opts.force_jobs, progress_stream)
         else:
             executors.run_serial(tasks, opts.flow, done)
     finally:
         bar.close()
 
     summary = summarise([rows[j.index] for j in jobs])
-    write_summary(summary, opts)
+    write_summary(summary, opts, paths)
     return summary
 
 
-def write_summary(summary: BatchSummary, opts: BatchOptions) -> None:
+def write_summary(summary: BatchSummary, opts: BatchOptions, inputs: Sequence[Path] = ()) -> None:
     out = opts.out
-    _write_atomic(out / "summary.json", summary.model_dump_json(indent=2) + "\n")
-    _write_atomic(out / "summary.csv", views.to_csv(summary.rows))
+
+    def write(name: str, text: str) -> None:
+        files.write_text(out / name, text, "--out", inputs)
+
+    write("summary.json", summary.model_dump_json(indent=2) + "\n")
+    write("summary.csv", views.to_csv(summary.rows))
     if views.have_pyarrow():
-        tmp = out / f".summary.parquet.tmp{os.getpid()}"
-        views.write_parquet(summary.rows, tmp)
-        os.replace(tmp, out / "summary.parquet")
+        with files.replacing(out / "summary.parquet", "--out", inputs) as tmp:
+            views.write_parquet(summary.rows, tmp)
     if opts.pivot is not None:
-        _write_atomic(out / "summary.pivot.csv",
-                      views.pivot_csv(summary.rows, *opts.pivot, opts.pivot_value))
+        write("summary.pivot.csv", views.pivot_csv(summary.rows, *opts.pivot, opts.pivot_value))
     if opts.plot is not None:
         views.sweep_png(summary.rows, opts.plot_x, opts.plot)

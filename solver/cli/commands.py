@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+from solver import files
 from solver.catalog import shipped
 from solver.cli import profiles as profiles_cli
 from solver.errors import InputError
@@ -45,10 +46,9 @@ def _cmd_schema(a: argparse.Namespace) -> int:
     from solver.schema.publish import DOCUMENTS, render
 
     if a.out:
-        out = Path(a.out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = files.folder(a.out)
         for name in DOCUMENTS:
-            (out / f"{name}.schema.json").write_text(render(name))
+            files.write_text(out / f"{name}.schema.json", render(name))
         print(f"wrote {len(DOCUMENTS)} schemas to {out}")
         return 0
     if a.name is None:
@@ -131,12 +131,10 @@ def _emit(a: argparse.Namespace, text: str, json_text: str) -> None:
 
 def _cmd_frontier(a: argparse.Namespace) -> int:
     from solver.fleet.solve import SolveOptions
-    from solver.questions.frontier import MAX_POINTS, any_feasible, frontier
+    from solver.questions.frontier import any_feasible, frontier
     from solver.report import question_views as views
     from solver.report.plots import frontier_png, require_matplotlib
 
-    if a.points > MAX_POINTS:
-        raise InputError(f"--points: at most {MAX_POINTS}, got {a.points}")
     if a.plot:
         require_matplotlib("--plot/--out-png")  # before any solving
     rp = _load_base(a.problem)
@@ -176,7 +174,7 @@ def _cmd_batch(a: argparse.Namespace) -> int:
         import_ray()
     opts = BatchOptions(
         out=Path(a.out), solve=SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers),
-        timings=not a.no_timings, record=not a.no_record, jobs=a.jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
+        timings=not a.no_timings, record=not a.no_record, jobs=a.jobs, force_jobs=a.force_jobs, ray=a.ray, resume=a.resume, recursive=a.recursive,
         pivot=tuple(a.pivot) if a.pivot else None, pivot_value=a.pivot_value, plot=a.plot,
         plot_x=a.plot_x,
     )
@@ -239,14 +237,40 @@ def _cmd_trace(a: argparse.Namespace) -> int:
     return 0
 
 
+# the flags that name a file a command writes, and those that name what it reads
+OUTPUT_FLAGS = ("out", "out_json", "plot", "export_model")
+FOLDER_OUTPUTS = {"batch", "deploy", "schema", "profiles"}  # their --out is a folder
+INPUT_FLAGS = ("problem", "problems", "input", "file", "measured", "result", "plan", "card", "paths")
+
+
+def inputs_of(a: argparse.Namespace) -> list[str]:
+    """The files the command reads (as given, and shipped problems by their path)."""
+    refs: list[str] = []
+    for name in INPUT_FLAGS:
+        v = getattr(a, name, None)
+        refs += [v] if isinstance(v, str) else [r for r in (v or []) if isinstance(r, str)]
+    out = []
+    for ref in refs:
+        out.append(ref)
+        try:
+            out.append(_problem_path(ref))
+        except InputError:
+            pass
+    return out
+
+
+def check_outputs(a: argparse.Namespace) -> None:
+    """Before any work: every output file flag names a regular file (or a new one) that is
+    none of the command's inputs (solver/files.py)."""
+    inputs = inputs_of(a)
+    for name in OUTPUT_FLAGS:
+        path = getattr(a, name, None)
+        if isinstance(path, str) and not (name == "out" and a.command in FOLDER_OUTPUTS):
+            files.target(path, "--" + name.replace("_", "-"), inputs)
+
+
 def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    files.write_text(path, text, flag)
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -308,12 +332,13 @@ def _cmd_catalog(a: argparse.Namespace) -> int:
 
 def _cmd_deploy(a: argparse.Namespace) -> int:
     from solver.deploy.facts import load_cards, load_plan, pool_facts
-    from solver.deploy.render import files, write
+    from solver.deploy.render import files as launch_files
+    from solver.deploy.render import write
 
     plan = load_plan(a.result)
     engine = a.engine or _plan_engine(plan.doc)
-    texts = files(plan, pool_facts(plan, load_cards(a.card)), a.target, engine, a.image)
-    for path in write(a.out, texts):
+    texts = launch_files(plan, pool_facts(plan, load_cards(a.card)), a.target, engine, a.image)
+    for path in write(a.out, texts, inputs_of(a)):
         print(path)
     return 0
 

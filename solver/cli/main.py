@@ -11,7 +11,7 @@ from typing import Sequence
 # points when the first model is built, ~0.1 s of a command's start; the command line uses none
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from solver.cli.commands import COMMANDS  # noqa: E402 - after the environment is set
+from solver.cli.commands import COMMANDS, check_outputs  # noqa: E402 - after the environment is set
 from solver.cli.parser import build_parser
 from solver.errors import FleetplanError
 
@@ -19,6 +19,7 @@ from solver.errors import FleetplanError
 def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
+        check_outputs(args)
         return COMMANDS[args.command](args)
     except FleetplanError as exc:
         if os.environ.get("FLEETPLAN_DEBUG"):

@@ -9,6 +9,7 @@ import argparse
 import re
 
 from solver import __version__
+from solver.cli import argtypes as at
 from solver.cli import profiles as profiles_cli
 from solver.cli import validate_flags
 from solver.errors import InputError
@@ -21,38 +22,11 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}")
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {v}")
-    return v
-
-
-def _record_seconds(text: str) -> float:
-    v = _positive_float(text)
-    if v > 3600:
-        raise argparse.ArgumentTypeError(f"at most 3600 seconds, got {text}")
-    return v
-
-
-def _positive_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive finite number, got {text}")
-    return v
-
-
 def _question_solver_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--time-limit", type=_positive_float, default=60.0,
+    p.add_argument("--time-limit", type=at.time_limit(), default=60.0,
                    help="seconds per plan (default 60)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=_positive, default=1, help="CP-SAT workers (default 1)")
+    p.add_argument("--seed", type=at.seed(), default=0)
+    p.add_argument("--workers", type=at.workers(), default=1, help="CP-SAT workers (default 1)")
     p.add_argument("--no-timings", action="store_true",
                    help="leave wall times null so that the same input gives byte-identical output")
 
@@ -63,20 +37,20 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
     e.add_argument("--model", required=True, help="model card name or path")
     e.add_argument("--hardware", required=True, help="hardware card name or path")
     for flag in ("tp", "pp", "ep", "dp"):
-        e.add_argument(f"--{flag}", type=_positive, default=1)
-    e.add_argument("--cp", type=_positive, default=1,
+        e.add_argument(f"--{flag}", type=at.whole(1, at.PARALLEL), default=1)
+    e.add_argument("--cp", type=at.whole(1, at.PARALLEL), default=1,
                    help="context-parallel ranks: the prompt split over them (ring attention), "
                    "their KV sharded for decode; devices = tp x pp x dp x cp")
     e.add_argument("--stage", choices=["prefill", "decode"])
     load = e.add_mutually_exclusive_group()
-    load.add_argument("--batch", type=_positive)
-    load.add_argument("--concurrency", type=_positive,
+    load.add_argument("--batch", type=at.whole(1, at.CONCURRENCY))
+    load.add_argument("--concurrency", type=at.whole(1, at.CONCURRENCY),
                       help="closed-loop benchmark: N requests always in flight")
-    e.add_argument("--input-tokens", type=_positive, default=2048)
-    e.add_argument("--output-tokens", type=_positive, default=128)
+    e.add_argument("--input-tokens", type=at.whole(1, at.TOKENS), default=2048)
+    e.add_argument("--output-tokens", type=at.whole(1, at.TOKENS), default=128)
     e.add_argument("--precision", choices=PRECISIONS, default="bf16")
     e.add_argument("--kv-precision", choices=PRECISIONS)
-    e.add_argument("--power-cap", type=float, metavar="W",
+    e.add_argument("--power-cap", type=at.positive(1e5), metavar="W",
                    help="board power limit per device (the card's power_curve; default full power)")
     e.add_argument("--engine", choices=["vllm", "sglang", "trtllm"],
                    help="use the engine's calibrated parameters (hardware/calibration/)")
@@ -89,7 +63,7 @@ def add_estimate(sub: argparse._SubParsersAction) -> None:
                    help="decode speculatively: draft|eagle|mtp|ngram, K drafted tokens, acceptance "
                    "rate A, DRAFT the draft model's card for method draft (e.g. eagle:3:0.75, "
                    "draft:4:0.7:llama-3.1-8b); applies to the decode step")
-    e.add_argument("--prefix-hit-rate", type=float, default=None, metavar="H",
+    e.add_argument("--prefix-hit-rate", type=at.number(0.0, 0.99), default=None, metavar="H",
                    help="share of each prompt's tokens served from a prefix cache (0 to 0.99); "
                    "prefill computes the rest")
     e.add_argument("--format", choices=["table", "json"], default="table")
@@ -103,9 +77,9 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
                     help="html: one self-contained report with plots (needs matplotlib: pip "
                     "install 'fleetplan[plot]'); it also plans a small cost-vs-traffic frontier")
     pl.add_argument("--out", help="write the result to this file instead of stdout")
-    pl.add_argument("--time-limit", type=_positive_float, default=60.0, help="seconds (default 60)")
-    pl.add_argument("--seed", type=int, default=0)
-    pl.add_argument("--workers", type=_positive, default=1,
+    pl.add_argument("--time-limit", type=at.time_limit(), default=60.0, help="seconds (default 60)")
+    pl.add_argument("--seed", type=at.seed(), default=0)
+    pl.add_argument("--workers", type=at.workers(), default=1,
                     help="CP-SAT workers (default 1: deterministic; more may be faster but "
                     "equal-cost plans can then differ between runs)")
     pl.add_argument("--no-record", action="store_true",
@@ -114,7 +88,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--no-replay", action="store_true",
                     help="leave the replay out of the decision record: the plan is not replayed request by "
                     "request, and no configuration is derated and re-solved where the replay misses a bound")
-    pl.add_argument("--record-seconds", type=_record_seconds, default=15.0, metavar="S",
+    pl.add_argument("--record-seconds", type=at.positive(3600.0), default=15.0, metavar="S",
                     help="wall-clock safety net of the decision record's validity search (default 15, at "
                     "most 3600). The search itself is bounded by a fixed number of solves and CP-SAT's "
                     "deterministic time, so its numbers do not depend on machine load; when the safety "
@@ -135,8 +109,8 @@ def add_frontier(sub: argparse._SubParsersAction) -> None:
     fr = sub.add_parser("frontier", help="cost vs served traffic: the cheapest fleet at each "
                         "traffic level, up to the most the budget, power and supply allow")
     fr.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
-    fr.add_argument("--points", type=_positive, default=10, help="traffic levels (default 10)")
-    fr.add_argument("--max-scale", type=_positive_float,
+    fr.add_argument("--points", type=at.whole(1, at.FRONTIER_POINTS), default=10, help="traffic levels (default 10)")
+    fr.add_argument("--max-scale", type=at.number(1e-3, at.FRONTIER_SCALE),
                     help="sweep up to this multiple of the demand mix (default: the most traffic "
                     "the problem's limits allow, or 1 when nothing limits it)")
     fr.add_argument("--format", choices=["table", "json"], default="table")
@@ -152,15 +126,15 @@ def add_price_sweep(sub: argparse._SubParsersAction) -> None:
                         "mix changes (a sweep plus bisection)")
     ps.add_argument("problem", help="problem YAML file, or the name of a shipped problem")
     ps.add_argument("--hardware", required=True, help="the hardware type whose price is swept")
-    ps.add_argument("--from", dest="price_from", type=_positive_float,
+    ps.add_argument("--from", dest="price_from", type=at.positive(at.PRICE),
                     help="lowest price, USD per device-hour (default: half the problem's)")
-    ps.add_argument("--to", dest="price_to", type=_positive_float,
+    ps.add_argument("--to", dest="price_to", type=at.positive(at.PRICE),
                     help="highest price, USD per device-hour (default: twice the problem's)")
-    ps.add_argument("--steps", type=_positive, default=10,
+    ps.add_argument("--steps", type=at.whole(1, at.PRICE_STEPS), default=10,
                     help="grid intervals (default 10: 11 grid prices)")
-    ps.add_argument("--tolerance", type=_positive_float, default=0.001,
+    ps.add_argument("--tolerance", type=at.positive(at.PRICE), default=0.001,
                     help="bisect each change to this width, USD per device-hour (default 0.001)")
-    ps.add_argument("--max-solves", type=_positive, default=200,
+    ps.add_argument("--max-solves", type=at.whole(1, 100_000), default=200,
                     help="stop bisecting after this many plans in all (default 200)")
     ps.add_argument("--compare", choices=["devices", "types"],
                     help="a change of mix: another device count of some type (default for "
@@ -179,8 +153,11 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--out", required=True, metavar="DIR",
                    help="output folder: results/<problem>.json and summary.csv/.json/.parquet")
     where = b.add_mutually_exclusive_group()
-    where.add_argument("--jobs", type=_positive, default=1,
-                       help="problems planned at once on a local process pool (default 1)")
+    where.add_argument("--jobs", type=at.whole(1, at.JOBS), default=1,
+                       help="problems planned at once on a local process pool (default 1; at most "
+                       "the CPUs this process may use unless --force-jobs)")
+    b.add_argument("--force-jobs", action="store_true",
+                   help="run --jobs workers even where that is more than the usable CPUs")
     where.add_argument("--ray", metavar="ADDRESS",
                        help="plan on a Ray cluster: its address, 'auto' (the running cluster) or "
                        "'local' (start one here); needs pip install 'fleetplan[ray]'")
@@ -211,19 +188,6 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
     _question_solver_args(b)
 
 
-def _bounded(kind, lo, hi, what: str):
-    """An argparse type: a number of `kind` in [lo, hi]."""
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"must be in {lo:,}..{hi:,}, got {text}")
-        return v
-    return parse
-
-
 def _arrival(text: str) -> str:
     from solver.plan.sim_sources import parse_arrival
 
@@ -246,17 +210,17 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--problem", metavar="FILE",
                     help="with RESULT.json: the problem it was planned for (default: the shipped problem "
                     "of the name the result gives)")
-    si.add_argument("--rate-scale", type=_bounded(float, 1e-3, 1e3, "a number"), default=1.0,
+    si.add_argument("--rate-scale", type=at.number(1e-3, 1e3), default=1.0,
                     help="arrival rate = planned demand x this (default 1; 0.001..1000)")
     si.add_argument("--arrival", type=_arrival, default="workload",
                     help="workload (default: the trace a service's workload names, gamma:arrival_cv where it "
                     "gives one, else poisson), poisson, gamma:CV, trace:FILE (CSV/JSONL: timestamp, prompt tokens, output "
                     "tokens) or closed:N[:vllm|aiperf|sglang] (N clients per service, as that benchmark tool "
                     "runs them; vllm bench serve --max-concurrency N by default)")
-    si.add_argument("--requests", type=_bounded(int, 1, MAX_REQUESTS, "a whole number"), default=None,
+    si.add_argument("--requests", type=at.whole(1, MAX_REQUESTS), default=None,
                     help=f"requests per service (at most {MAX_REQUESTS:,}; default {DEFAULT_REQUESTS:,} for open "
                     f"loops, {CLOSED_PER_CLIENT} per client for closed ones, the whole trace)")
-    si.add_argument("--seed", type=_bounded(int, 0, 2**31 - 1, "a whole number"), default=0)
+    si.add_argument("--seed", type=at.seed(), default=0)
     si.add_argument("--router", choices=ROUTERS, default="least_queue",
                     help="every pool's router (default least_queue)")
     si.add_argument("--format", choices=["table", "json"], default="table")
@@ -264,7 +228,7 @@ def add_simulate(sub: argparse._SubParsersAction) -> None:
     si.add_argument("--plot", metavar="FILE.png",
                     help="TTFT and TPOT CDFs per pool with the SLO bounds (needs matplotlib: pip install "
                     "'fleetplan[plot]')")
-    si.add_argument("--time-limit", type=_positive_float, default=60.0,
+    si.add_argument("--time-limit", type=at.time_limit(), default=60.0,
                     help="with a problem: seconds to plan it (default 60)")
     si.add_argument("--no-timings", action="store_true",
                     help="leave wall times null so that the same input and seed give byte-identical output")
@@ -276,7 +240,7 @@ def add_trace(sub: argparse._SubParsersAction) -> None:
                        "percentiles) or a length-distribution file")
     t.add_argument("file", metavar="FILE", help="CSV or JSONL trace (Azure LLM inference format, timestamp / "
                    "prompt / output columns), a field,tokens,share length file, or a shipped trace's name")
-    t.add_argument("--window", type=_bounded(float, 1e-3, 86_400.0, "seconds"), default=60.0,
+    t.add_argument("--window", type=at.number(1e-3, 86_400.0), default=60.0,
                    help="window of the rate and burstiness, seconds (default 60)")
     t.add_argument("--format", choices=["table", "json"], default="table")
     t.add_argument("--plot", metavar="FILE.png",
@@ -355,7 +319,7 @@ def add_canary(sub: argparse._SubParsersAction) -> None:
     c.add_argument("result", metavar="RESULT.json")
     c.add_argument("--tool", choices=["aiperf", "vllm", "guidellm"], default="aiperf",
                    help="the benchmark tool (default aiperf; vllm: vllm bench serve)")
-    c.add_argument("--duration", type=_bounded(int, 10, 86_400, "a whole number of seconds"), default=300,
+    c.add_argument("--duration", type=at.whole(10, 86_400), default=300,
                    help="seconds each benchmark runs (default 300; 10..86400)")
     c.add_argument("--url", type=_url, default="http://localhost:8000",
                    help="where the pool's canary instance serves (default http://localhost:8000)")
@@ -373,4 +337,5 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
                 add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
         add(sub)
+    at.state_ranges(p)
     return p

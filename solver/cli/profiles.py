@@ -23,20 +23,8 @@ import argparse
 import json
 from pathlib import Path
 
+from solver.cli import argtypes as at
 from solver.errors import InputError
-
-
-def _count(lowest: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-        if v < lowest:
-            raise argparse.ArgumentTypeError(f"must be at least {lowest}, got {v}")
-        return v
-
-    return parse
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -74,19 +62,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
     col.add_argument("--quick", action="store_true",
                      help="a tiny grid (seconds on a CPU) instead of the model cards' shapes")
     col.add_argument("--device", help="cpu or cuda[:i] (default: cuda when available)")
-    col.add_argument("--repeats", type=_count(1), help="timed repeats per point (median; "
+    col.add_argument("--repeats", type=at.whole(1, 10_000), help="timed repeats per point (median; "
                      "default 20 on a GPU, 10 on a CPU)")
-    col.add_argument("--warmup", type=_count(0), help="untimed calls first (default 5 GPU, 2 CPU)")
+    col.add_argument("--warmup", type=at.whole(0, 10_000), help="untimed calls first (default 5 GPU, 2 CPU)")
     col.add_argument("--dtypes", default="bf16",
                      help="GEMM element types: bf16 and/or fp8 (fp8 where supported)")
-    col.add_argument("--processes", type=_count(0),
+    col.add_argument("--processes", type=at.whole(0, 1024),
                      help="ranks of the CPU gloo mode for allreduce/collectives (default 2; "
                      "0 skips them)")
     col.add_argument("--models", help="comma-separated model cards whose shapes to measure "
                      "(default: every shipped card; ignored with --quick)")
     col.add_argument("--licence", default="LicenseRef-own-measurement",
                      help="SPDX identifier of the data's licence (yours to choose)")
-    col.add_argument("--threads", type=_count(1), help="CPU threads for --device cpu "
+    col.add_argument("--threads", type=at.whole(1, 1024), help="CPU threads for --device cpu "
                      "(default: PyTorch's; 1 is steadier on a shared machine)")
     col.add_argument("--gzip", action="store_true", help="write <family>.csv.gz")
 

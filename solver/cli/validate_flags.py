@@ -5,25 +5,11 @@ from __future__ import annotations
 
 import argparse
 
+from solver.cli import argtypes as at
 from solver.schema.cards import PRECISIONS
 
 # bounds of the flags (ours: far above any serving layout or benchmark, low enough to catch typos)
-MAX_PARALLEL = 4096  # devices in one dimension of a layout
-MAX_CONCURRENCY = 1_000_000
-MAX_TOKENS = 10_000_000
 MAX_POOL = 100_000
-
-
-def _bounded(hi: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-        if not 1 <= v <= hi:
-            raise argparse.ArgumentTypeError(f"must be between 1 and {hi}, got {v}")
-        return v
-    return parse
 
 
 def add(v: argparse.ArgumentParser) -> None:
@@ -34,13 +20,13 @@ def add(v: argparse.ArgumentParser) -> None:
     g.add_argument("--precision", choices=PRECISIONS)
     g.add_argument("--engine", choices=["vllm", "sglang", "trtllm"])
     for flag in ("tp", "pp", "ep", "dp"):
-        g.add_argument(f"--{flag}", type=_bounded(MAX_PARALLEL))
-    g.add_argument("--concurrency", type=_bounded(MAX_CONCURRENCY))
-    g.add_argument("--input-tokens", type=_bounded(MAX_TOKENS), help="mean prompt length (MLPerf files lack it)")
-    g.add_argument("--output-tokens", type=_bounded(MAX_TOKENS))
+        g.add_argument(f"--{flag}", type=at.whole(1, at.PARALLEL))
+    g.add_argument("--concurrency", type=at.whole(1, at.CONCURRENCY))
+    g.add_argument("--input-tokens", type=at.whole(1, at.TOKENS), help="mean prompt length (MLPerf files lack it)")
+    g.add_argument("--output-tokens", type=at.whole(1, at.TOKENS))
     g.add_argument("--plan", metavar="RESULT.json",
                    help="compare the measurements with this plan's predictions, SLO bounds and error bands")
-    g.add_argument("--pool", type=_bounded(MAX_POOL),
+    g.add_argument("--pool", type=at.whole(1, MAX_POOL),
                    help="with --plan: the pool measured (1-based over the services' pools; default: the one "
                    "pool that agrees with the file and the flags)")
 

@@ -9,10 +9,11 @@ of the result document it comes from.
 
 from __future__ import annotations
 
-import os
 import shlex
 from pathlib import Path
+from typing import Sequence
 
+from solver import files as outfiles
 from solver.deploy import disagg, kube
 from solver.deploy.engines import Arg, sglang_args, trtllm_args, trtllm_checkpoint_note, vllm_args
 from solver.deploy.facts import Plan, PoolFacts
@@ -109,22 +110,15 @@ def files(plan: Plan, facts: list[PoolFacts], target: str, engine: str, image: s
     return out
 
 
-def write(out_dir: str, texts: dict[str, str]) -> list[Path]:
-    """Write the files into `out_dir` (created); an unwritable place is an InputError."""
+def write(out_dir: str, texts: dict[str, str], inputs: Sequence[str] = ()) -> list[Path]:
+    """Write the files into `out_dir` (created) through `solver.files` (atomic, regular files
+    only, never one of `inputs`); an unwritable place is an InputError."""
     if len(texts) > MAX_FILES:
         raise InputError(f"--out {out_dir}: {len(texts):,} files; at most {MAX_FILES:,}")
-    root = Path(out_dir)
+    root = outfiles.folder(out_dir)
     written = []
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        for name, text in texts.items():
-            path = root / name
-            tmp = path.with_name(f".{name}.tmp{os.getpid()}")
-            tmp.write_text(text, encoding="utf-8")
-            if name.endswith(".sh"):
-                tmp.chmod(0o755)
-            os.replace(tmp, path)
-            written.append(path)
-    except OSError as exc:
-        raise InputError(f"--out {out_dir}: cannot write: {exc.strerror or exc}") from None
+    for name, text in texts.items():
+        path = root / name
+        outfiles.write_text(path, text, "--out", inputs, 0o777 if name.endswith(".sh") else 0o666)
+        written.append(path)
     return written

@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ortools.sat.python import cp_model
 
-from solver.errors import InputError, ModelInvalidError
+from solver import files
+from solver.errors import ModelInvalidError
 from solver.fleet.options import SolveOptions
 
 LINEARIZATION = 2
@@ -57,7 +58,4 @@ def check_status(status, m: cp_model.CpModel) -> None:
 
 def export_model(m: cp_model.CpModel, path: Path) -> None:
     """Write the model as CP-SAT's text proto (a CpModelProto in protobuf text format)."""
-    try:
-        Path(path).write_text(str(m.proto) + "\n", encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"--export-model: cannot write '{path}': {exc.strerror or exc}") from None
+    files.write_text(path, str(m.proto) + "\n", "--export-model")

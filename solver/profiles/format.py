@@ -34,6 +34,7 @@ from typing import Literal, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from solver import files
 from solver.errors import InputError
 
 FORMAT = "fleetplan-profile/1"
@@ -228,7 +229,7 @@ def write_profile(
     `provenance.content_sha256` must be the hash of `text` (checked)."""
     if provenance.content_sha256 != sha256_text(text):
         raise ValueError(f"{family}: provenance hash does not match the CSV text")
-    folder.mkdir(parents=True, exist_ok=True)
+    files.folder(folder, "--out")
     csv_path = folder / (f"{family}.csv.gz" if compress else f"{family}.csv")
     other = folder / (f"{family}.csv" if compress else f"{family}.csv.gz")
     if other.exists():
@@ -247,9 +248,7 @@ def write_profile(
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    files.write_bytes(path, data, "--out")
 
 
 # ---------------------------------------------------------------------------------------------

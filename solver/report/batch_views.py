@@ -17,6 +17,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from solver import files
 from solver.report.text import table
 from solver.schema.batch import PLANNED, BatchSummary, SummaryRow
 from solver.schema.sweep import format_value
@@ -192,7 +193,6 @@ def default_plot_x(rows: list[SummaryRow]) -> str | None:
 def sweep_png(rows: list[SummaryRow], x_label: str | None, path: str, flag: str = "--plot") -> None:
     """Cost against one swept field: a line per problem and combination of its other swept
     values; infeasible points as crosses on the axis."""
-    from solver.errors import InputError
     from solver.report.plots import require_matplotlib
 
     require_matplotlib(flag)
@@ -223,7 +223,5 @@ def sweep_png(rows: list[SummaryRow], x_label: str | None, path: str, flag: str 
     if len(series) <= 20:
         ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    try:
-        fig.savefig(path, format="png")
-    except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    with files.replacing(path, flag) as tmp:
+        fig.savefig(tmp, format="png")

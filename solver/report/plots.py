@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING
 
+from solver import files
 from solver.errors import InputError
 from solver.report.breakdown import CostBreakdown, LatencyRow
 from solver.report.question_views import mix_text
@@ -92,10 +93,8 @@ def frontier_figure(doc: FrontierResult, plan_point: tuple[float, float] | None 
 def frontier_png(doc: FrontierResult, path: str, flag: str = "--plot") -> None:
     require_matplotlib(flag)
     fig = frontier_figure(doc)
-    try:
-        fig.savefig(path, format="png")
-    except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    with files.replacing(path, flag) as tmp:
+        fig.savefig(tmp, format="png")
 
 
 # ---- latency against the SLO bounds ------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import TextIO
 
-from solver.errors import InputError
+from solver import files
 from solver.report.plots import _figure, _plain, require_matplotlib
 from solver.report.text import table
 from solver.schema.replay import PoolReplay
@@ -127,10 +127,8 @@ def simulate_figure(doc: SimulationResult):
 def simulate_png(doc: SimulationResult, path: str, flag: str = "--plot") -> None:
     require_matplotlib(flag)
     fig = simulate_figure(doc)
-    try:
-        fig.savefig(path, format="png", metadata={"Software": None})
-    except OSError as exc:
-        raise InputError(f"{flag} {path}: cannot write: {exc.strerror or exc}") from None
+    with files.replacing(path, flag) as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})
 
 
 # ---- progress ----------------------------------------------------------------------------------

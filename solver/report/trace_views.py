@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from solver.errors import InputError
+from solver import files
 from solver.report.plots import _figure, _plain
 from solver.schema.trace import LengthStats, TraceSummary
 
@@ -75,7 +75,5 @@ def trace_png(doc: TraceSummary, path: str) -> None:
     ax2.set_ylabel("tokens")
     ax2.legend(fontsize=8)
     fig.tight_layout()
-    try:
-        fig.savefig(path, format="png", metadata={"Software": None})
-    except OSError as exc:
-        raise InputError(f"--plot {path}: cannot write: {exc.strerror or exc}") from None
+    with files.replacing(path, "--plot") as tmp:
+        fig.savefig(tmp, format="png", metadata={"Software": None})

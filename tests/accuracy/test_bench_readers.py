@@ -221,7 +221,7 @@ def test_cli_bad_tool_files_exit_2_without_traceback(tmp_path):
     r = cli("validate", str(csv_file))
     assert r.returncode == 2 and "m.csv:1: missing column(s): precision, mode," in r.stderr
     r = cli("validate", str(VLLM), "--tp", "0")
-    assert r.returncode == 2 and "must be between 1 and 4096" in r.stderr
+    assert r.returncode == 2 and "must be in 1..4,096" in r.stderr
 
 
 def test_file_size_is_bounded(tmp_path):

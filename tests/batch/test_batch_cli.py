@@ -71,7 +71,7 @@ def test_a_bad_file_fails_alone_and_exit_2_wins_over_infeasible(first):
             assert doc.problem == row.problem and doc.status == row.status
             assert doc.cost_per_hour == (row.cost_per_hour or 0.0)
             assert dict(doc.devices_by_type) == row.devices_by_type
-            rec = BatchRecord.model_validate_json((out / row.result.replace(".json", ".record.json")).read_text())
+            rec = BatchRecord.model_validate_json((out / row.result.replace("results/", "records/", 1)).read_text())
             assert rec.input_sha256 == row.input_sha256 and rec.row == row
     # stdout: the table and the counts
     assert r.stdout.splitlines()[-1] == (f"10 problems: 8 planned, 1 infeasible, 1 invalid; results in "
@@ -224,7 +224,7 @@ def test_plot_and_ray_without_their_packages_are_clear_errors(batch_tree, tmp_pa
      "problem has a sweep"),
     (("good/sweep.yaml", "--plot-x", "chat.qps"), "error: --plot-x needs --plot FILE.png"),
     (("good", "--jobs", "2", "--ray", "auto"), "not allowed with argument"),
-    (("good", "--jobs", "0"), "must be at least 1"),
+    (("good", "--jobs", "0"), "must be in 1..1,024"),
 ])
 def test_bad_arguments_exit_2_before_planning(batch_tree, args, message, capsys, monkeypatch):
     """In this process (the same parser and runner; no interpreter start per case)."""
@@ -282,7 +282,7 @@ def test_documents_validate_against_the_published_schemas(first):
         jsonschema.Draft202012Validator(schema).validate(doc)
 
     check("batch-summary", json.loads((out / "summary.json").read_text()))
-    check("batch-record", json.loads((out / "results" / "small.record.json").read_text()))
+    check("batch-record", json.loads((out / "records" / "small.json").read_text()))
     check("problem", yaml.safe_load((ROOT / "examples" / "sweep-price-demand.yaml").read_text()))
     bad = yaml.safe_load((ROOT / "examples" / "sweep-price-demand.yaml").read_text())
     bad["sweep"]["services[chat].workload.qps"] = {"from": 1, "to": 2, "steps": 3}

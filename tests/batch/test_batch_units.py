@@ -256,8 +256,8 @@ def test_a_plan_that_fails_is_an_error_row_and_exit_3(tmp_path, monkeypatch):
     assert [(r.problem, r.status) for r in s.rows] == [("a", "optimal"), ("b", "error"), ("c", "optimal")]
     assert s.rows[1].error == "internal error: RuntimeError: boom" and s.rows[1].result is None
     assert s.exit_code == 3 and s.counts.error == 1
-    assert sorted(p.name for p in (out / "results").iterdir()) == [
-        "a.json", "a.record.json", "c.json", "c.record.json"]
+    assert sorted(p.name for p in (out / "results").iterdir()) == ["a.json", "c.json"]
+    assert sorted(p.name for p in (out / "records").iterdir()) == ["a.json", "c.json"]
 
 
 def test_a_result_from_another_fleetplan_version_is_an_error():
@@ -265,5 +265,5 @@ def test_a_result_from_another_fleetplan_version_is_an_error():
     from solver.batch.work import Planned
 
     job = Job(0, "k", Path("p.yaml"), "p", "p")
-    r = _row(job, Planned(None, "invalid", "x", 0.5, version="0.0.1"), _Results(Path("out")), True)
+    r = _row(job, Planned(None, "invalid", "x", 0.5, version="0.0.1"), _Results(Path("out"), []), True)
     assert r.status == "error" and "the worker runs fleetplan 0.0.1" in r.error

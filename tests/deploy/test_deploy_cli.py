@@ -85,7 +85,7 @@ def test_unknown_target_and_tool(tmp_path, doc):
 def test_unwritable_out(tmp_path, doc):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    _one_line_error(cli("deploy", str(doc), "--target", "vllm", "--out", str(blocker / "d")), "cannot write")
+    _one_line_error(cli("deploy", str(doc), "--target", "vllm", "--out", str(blocker / "d")), "cannot create the folder")
     _one_line_error(cli("canary", str(doc), "--out", str(blocker / "c.md")), "cannot write")
 
 

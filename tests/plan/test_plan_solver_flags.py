@@ -67,5 +67,5 @@ def test_unwritable_export_path_exits_2(capsys, tmp_path):
     bad = tmp_path / "no-such-folder" / "model.txt"
     rc, out, err = run(capsys, *SMALL, "--no-record", "--export-model", str(bad))
     assert rc == 2 and out == ""
-    assert err.startswith("error: --export-model: cannot write ") and str(bad) in err
+    assert err.startswith("error: --export-model ") and ": cannot write: " in err and str(bad) in err
     assert err.count("\n") == 1

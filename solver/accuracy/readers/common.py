@@ -22,6 +22,11 @@ from solver.errors import InputError
 MAX_FILE_BYTES = 64 * 1024 * 1024
 # time units the tools write, in milliseconds (aiperf's MetricTimeUnit names: ns, us, ms, s)
 TIME_UNITS_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "sec": 1000.0}
+# characters of one number literal (a measured value has a few dozen at most): longer ones are
+# refused before int/float conversion (Python refuses integers over 4,300 digits with a
+# ValueError of its own, and float() turns 400 digits into inf)
+MAX_LITERAL = 64
+SHOWN = 60  # characters of a bad value quoted in an error message
 
 
 @dataclass(frozen=True)
@@ -66,11 +71,41 @@ def read_user_file(path: str | Path) -> str:
         raise InputError(f"{p}: cannot read: {exc}") from None
 
 
+def shown(value: Any) -> str:
+    """`value`'s repr for an error message, cut to SHOWN characters."""
+    r = repr(value)
+    return r if len(r) <= SHOWN else f"{r[:SHOWN]}... ({len(r):,} characters)"
+
+
+class _LongLiteral(ValueError):
+    pass
+
+
+def _bounded_literal(kind: type):
+    def parse(text: str):
+        if len(text) > MAX_LITERAL:
+            raise _LongLiteral(text)
+        return kind(text)
+    return parse
+
+
+def _loads(path: str, text: str, line: int = 1) -> Any:
+    try:
+        return json.loads(text, parse_int=_bounded_literal(int), parse_float=_bounded_literal(float))
+    except _LongLiteral as exc:
+        at = line + text.count("\n", 0, max(text.find(exc.args[0]), 0))
+        raise InputError(f"{path}:{at}: a number of {len(exc.args[0]):,} characters (at most "
+                         f"{MAX_LITERAL})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid JSON: nested too deeply") from None
+
+
 def load_json(path: str, text: str) -> Any:
     """The JSON document of a result file (JSON lines, as `vllm bench serve --append-result`
-    writes them, give a list); a truncated or malformed file names its line."""
+    writes them, give a list); a truncated or malformed file names its line, and so does a
+    number literal longer than MAX_LITERAL."""
     try:
-        return json.loads(text)
+        return _loads(path, text)
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
@@ -78,7 +113,7 @@ def load_json(path: str, text: str) -> Any:
     for i, line in enumerate(text.splitlines(), start=1):
         if line.strip():
             try:
-                docs.append(json.loads(line))
+                docs.append(_loads(path, line, i))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}:{i}: not valid JSON: {exc.msg} (column {exc.colno})") from None
     return docs

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-from solver.accuracy.readers.common import BenchPoint, Stat
+from solver.accuracy.readers.common import MAX_LITERAL, BenchPoint, Stat, shown
 from solver.errors import InputError
 
 HEADER = "MLPerf Results Summary"  # loadgen/results.cc LogSummary's banner
@@ -48,11 +48,14 @@ def _number(path: str, e: dict, key: str, required: bool = True) -> float | None
         return None
     line, raw = e[key]
     try:
+        if len(raw) > MAX_LITERAL:
+            raise ValueError(raw)
         v = float(raw)
     except ValueError:
-        raise InputError(f"{path}:{line}: '{key}': expected a number (got {raw!r})") from None
+        raise InputError(f"{path}:{line}: '{key}': expected a number of at most {MAX_LITERAL} characters "
+                         f"(got {shown(raw)})") from None
     if not math.isfinite(v) or v <= 0:
-        raise InputError(f"{path}:{line}: '{key}': must be a positive finite number (got {raw!r})")
+        raise InputError(f"{path}:{line}: '{key}': must be a positive finite number (got {shown(raw)})")
     return v
 
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from solver import files
 from solver.errors import InputError
 from solver.replay.requests import RequestTable
 from solver.replay.sources.open_loop import MAX_REQUESTS, ArrivalSource
@@ -336,11 +337,12 @@ def trace_source(path: str | Path, rate_scale: float = 1.0, limit: int | None = 
 def write_trace(path: str | Path, arrival_s, prompt_tokens, output_tokens, prefix_id=None) -> None:
     """Write a CSV trace that `load_trace` reads back exactly (times as repr'd floats)."""
     header = ["arrival_s", "prompt_tokens", "output_tokens"] + (["prefix_id"] if prefix_id is not None else [])
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(header)
-        for i in range(len(arrival_s)):
-            row = [repr(float(arrival_s[i])), int(prompt_tokens[i]), int(output_tokens[i])]
-            if prefix_id is not None:
-                row.append("" if prefix_id[i] is None or prefix_id[i] == -1 else str(prefix_id[i]))
-            w.writerow(row)
+    fh = io.StringIO(newline="")
+    w = csv.writer(fh)
+    w.writerow(header)
+    for i in range(len(arrival_s)):
+        row = [repr(float(arrival_s[i])), int(prompt_tokens[i]), int(output_tokens[i])]
+        if prefix_id is not None:
+            row.append("" if prefix_id[i] is None or prefix_id[i] == -1 else str(prefix_id[i]))
+        w.writerow(row)
+    files.write_text(path, fh.getvalue(), "--out")
