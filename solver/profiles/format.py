@@ -140,6 +140,9 @@ class Source(BaseModel):
     name: str = Field(description="upstream project or data set")
     package: str | None = Field(None, description="distribution the files came from")
     package_version: str | None = None
+    released_on: str | None = Field(
+        None, description="release date (YYYY-MM-DD) of that package version: the data were "
+        "collected no later than this; the staleness advice dates a table without collected_on by it")
     url: str | None = None
     path: str = Field(description="file(s) inside the source, relative to its data root")
     file_sha256: str | None = Field(None, description="SHA-256 of the source file as read")
@@ -171,6 +174,12 @@ class Provenance(BaseModel):
     content_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     converter: str | None = Field(None, description="program and version that wrote the file")
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def dated_on(self) -> str | None:
+        """The date the table is aged from: its collection date, else (collected no later than)
+        the release of the package it came from; None when neither is known."""
+        return self.collected_on or (self.source.released_on if self.source else None)
 
 
 @dataclass(frozen=True)
