@@ -140,9 +140,7 @@ class Source(BaseModel):
     name: str = Field(description="upstream project or data set")
     package: str | None = Field(None, description="distribution the files came from")
     package_version: str | None = None
-    released_on: str | None = Field(
-        None, description="release date (YYYY-MM-DD) of that package version: the data were "
-        "collected no later than this; the staleness advice dates a table without collected_on by it")
+    released_on: str | None = Field(None, description="that version's release date: collected no later than this")
     url: str | None = None
     path: str = Field(description="file(s) inside the source, relative to its data root")
     file_sha256: str | None = Field(None, description="SHA-256 of the source file as read")
@@ -176,9 +174,7 @@ class Provenance(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     @property
-    def dated_on(self) -> str | None:
-        """The date the table is aged from: its collection date, else (collected no later than)
-        the release of the package it came from; None when neither is known."""
+    def dated_on(self) -> str | None:  # aged from: collected_on, else the source's release
         return self.collected_on or (self.source.released_on if self.source else None)
 
 

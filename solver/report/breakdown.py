@@ -194,3 +194,12 @@ def fleet_lines(s: ServiceResult) -> list[str]:
     if survive:
         out.append(survive)
     return out
+
+
+def site_rows(doc: PlanResult) -> list[list[object]]:
+    return [[x.name, x.devices, ", ".join(f"{n} x {k}" for k, n in x.devices_by_type.items()) or "-",
+             round(x.cost_per_hour, 2), round(x.power_kw, 1),
+             "-" if x.power_cap_kw is None else x.power_cap_kw] for x in doc.sites or []]
+
+
+SITE_HEADERS = ["site", "devices", "by type", "$/h", "device kW", "kW cap"]

@@ -7,10 +7,18 @@ from __future__ import annotations
 from typing import Sequence
 
 from solver.report import plots
-from solver.report.breakdown import POWER_NOTE_LONG, CostBreakdown, LatencyRow, fleet_lines, latency_rows, parallel_text
+from solver.report.breakdown import (
+    POWER_NOTE_LONG,
+    SITE_HEADERS,
+    CostBreakdown,
+    LatencyRow,
+    fleet_lines,
+    latency_rows,
+    parallel_text,
+    site_rows,
+)
 from solver.report.decision_views import uncertainty_lines
 from solver.report.html_markup import Raw, badge, bullets, img, money, num_text, para, table
-from solver.report.plan_views import SITE_HEADERS, site_rows
 from solver.report.question_views import mix_text
 from solver.schema.decision import DecisionRecord, Interval
 from solver.schema.pool import parallel_words

@@ -10,11 +10,13 @@ import yaml
 from solver.report.breakdown import (
     POWER_NOTE,
     POWER_NOTE_LONG,
+    SITE_HEADERS,
     components_text,
     cost_breakdown,
     cost_components,
     fleet_lines,
     parallel_text,
+    site_rows,
 )
 from solver.report.decision_views import decision_paragraph, record_lines
 from solver.report.runbook import markdown_lines as runbook_markdown
@@ -87,13 +89,6 @@ def _hetero_lines(doc: PlanResult) -> list[str]:
     return [head + (f"; {moved}" if moved else "")]
 
 
-def site_rows(doc: PlanResult) -> list[list[object]]:
-    return [[x.name, x.devices, ", ".join(f"{n} x {k}" for k, n in x.devices_by_type.items()) or "-",
-             round(x.cost_per_hour, 2), round(x.power_kw, 1),
-             "-" if x.power_cap_kw is None else x.power_cap_kw] for x in doc.sites or []]
-
-
-SITE_HEADERS = ["site", "devices", "by type", "$/h", "device kW", "kW cap"]
 
 
 def _transition_lines(doc: PlanResult) -> list[str]:
