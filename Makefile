@@ -1,9 +1,12 @@
-# The two commands of the README quick start. Each creates .venv and installs the project
-# (editable, with test extras) when needed, then runs.
+# The two commands of the README quick start. Each creates .venv and installs what it needs
+# when needed, then runs: `make plan` the runtime and the plots only (the `plot` extra: no
+# PyTorch, Ray, pyarrow or aiperf); `make test` adds the test extras (`dev`), PyTorch's CPU
+# build and aiperf. tests/cli/test_packaging.py keeps heavy packages out of `make plan`'s install.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+STAMP  := $(VENV)/.installed-plan
+TEST_STAMP := $(VENV)/.installed-test
 PROBLEM ?= problems/llama3-70b-online.yaml
 # pytest-xdist workers for `make test` (auto: one per core; 0: the suite in one process). Each test
 # module runs on one worker (--dist loadfile, tests/conftest.py). CP-SAT runs one worker per solve.
@@ -11,10 +14,16 @@ TEST_WORKERS ?= auto
 
 .PHONY: plan test bench clean
 
+# the runtime dependencies and matplotlib (`plan --format html`, `--plot`)
 $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "fleetplan needs Python >= 3.11")'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[plot]'
+	touch $(STAMP)
+
+# everything the tests need on top: the test extras (pytest, hypothesis, ruff, pyarrow, Ray, ...)
+$(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	# PyTorch's CPU build (optional test dependency of the profile collector); without it the
 	# collector tests are skipped and everything else runs
@@ -22,12 +31,12 @@ $(STAMP): pyproject.toml
 	# aiperf (the `bench` extra) for the integration test of `fleetplan validate` against its real export;
 	# without it that test is skipped
 	$(BIN)/python -m pip install --quiet -e '.[bench]' || echo "note: aiperf 0.13.0 not installable; the aiperf integration test will be skipped"
-	touch $(STAMP)
+	touch $(TEST_STAMP)
 
 plan: $(STAMP)
 	$(BIN)/fleetplan plan $(PROBLEM)
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/ruff check solver tests benchmarks
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 

@@ -118,6 +118,14 @@ def cli_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _collected(prov) -> str:
+    """The collection date, else 'by <date>': the release of the source package (no later)."""
+    if prov.collected_on:
+        return prov.collected_on
+    released = prov.source.released_on if prov.source else None
+    return f"by {released}" if released else "unknown"
+
+
 def cli_list(args: argparse.Namespace) -> int:
     from solver.profiles.format import (
         available,
@@ -137,6 +145,7 @@ def cli_list(args: argparse.Namespace) -> int:
         rows.append({
             "hardware": hw, "framework": fw, "family": family, "rows": prov.rows,
             "software": f"{prov.framework} {prov.framework_version}",
+            "collected": _collected(prov),
             "source": f"{src.package or src.name} {src.package_version or ''}".strip() if src else "first-party",
             "licence": prov.licence, "file": str(csv_path_of(folder, family)),
         })
@@ -146,7 +155,7 @@ def cli_list(args: argparse.Namespace) -> int:
     if not rows:
         print(f"no profiles under {root}")
         return 0
-    cols = ["hardware", "framework", "family", "rows", "software", "source", "licence"]
+    cols = ["hardware", "framework", "family", "rows", "software", "collected", "source", "licence"]
     width = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in cols}
     print("  ".join(c.ljust(width[c]) for c in cols))
     for r in rows:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from typing import Sequence
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, resolve
 from solver.schema.decision import Alternative, Fallback
+from solver.schema.pool import pool_phrase
 from solver.schema.problem import Problem
 from solver.schema.result import PlanResult
 from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
@@ -36,20 +38,15 @@ MAX_DEVICE_TYPE_RUNNERS = 2
 
 
 def pools_summary(doc: PlanResult) -> str:
+    """A plan's pools in one line (`pool_phrase` each), or why it is infeasible."""
     if doc.status == "infeasible":
         return "infeasible: " + "; ".join(doc.infeasible_because[:3])
-    parts = []
-    for s in doc.services:
-        for p in s.pools:
-            par = f"tp{p.tp} pp{p.pp}" + (f" ep{p.ep} dp{p.dp}" if p.ep > 1 or p.dp > 1 else "")
-            par += (f" cp{p.cp}" if p.cp else "") + (f" +{p.speculative}" if p.speculative else "")
-            cap = f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else ""
-            parts.append(f"{s.name} {p.role} {p.instances}x {p.hardware}{cap} {par} batch {p.batch}")
-    return "; ".join(parts)
+    return "; ".join(pool_phrase(p, s.name) for s in doc.services for p in s.pools)
 
 
-def without(cs: CandidateSet, drop: np.ndarray, why: str) -> CandidateSet:
-    """The candidate set less the rows in `drop`; a (service, role) left empty says why."""
+def without(cs: CandidateSet, drop: np.ndarray, why: str, services: Sequence[str] = ()) -> CandidateSet:
+    """The candidate set less the rows in `drop`; a (service, role) left empty says why, naming
+    the service by its name in `services` (the problem's services, in order)."""
     t = cs.table
     keep = np.flatnonzero(~drop)
     misses = dict(cs.misses)
@@ -58,7 +55,8 @@ def without(cs: CandidateSet, drop: np.ndarray, why: str) -> CandidateSet:
             had = bool(((t.service == si) & (t.role == role)).any())
             left = bool(((t.service[keep] == si) & (t.role[keep] == role)).any())
             if had and not left:
-                misses[(si, role)] = [f"{ROLES[role]} candidates of service {si} excluded: {why}"]
+                name = f"'{services[si]}'" if si < len(services) else str(si)
+                misses[(si, role)] = [f"{ROLES[role]} candidates of service {name} excluded: {why}"]
     return dataclasses.replace(cs, table=t.take(keep), misses=misses)
 
 
@@ -78,7 +76,11 @@ def _winner_rows(cs: CandidateSet, winner: PlanResult, rp: ResolvedProblem) -> n
 
 def only_configurations(cs: CandidateSet, winner: PlanResult, rp: ResolvedProblem) -> CandidateSet:
     """The candidate set restricted to the winner's configurations."""
-    return without(cs, ~_winner_rows(cs, winner, rp), "not one of the plan's configurations")
+    return without(cs, ~_winner_rows(cs, winner, rp), "not one of the plan's configurations", _names(rp))
+
+
+def _names(rp: ResolvedProblem) -> list[str]:
+    return [s.name for s in rp.problem.services]
 
 
 def _alternative(kind, excluded, rp, cs, opts, winner: PlanResult) -> Alternative:
@@ -106,6 +108,7 @@ def runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: 
         return []
     t = cs.table
     names = list(rp.hardware_names)
+    services = _names(rp)
     out: list[Alternative] = []
     used = Counter(winner.devices_by_type)
     for hw_name, _ in used.most_common(MAX_DEVICE_TYPE_RUNNERS):
@@ -113,7 +116,7 @@ def runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: 
             break
         drop = t.hw == names.index(hw_name)
         out.append(_alternative("device_type", f"every {hw_name} candidate", rp,
-                                without(cs, drop, f"no {hw_name}"), opts, winner))
+                                without(cs, drop, f"no {hw_name}", services), opts, winner))
     free = [si for si, s in enumerate(rp.problem.services) if s.runtime == "auto"]
     if free:
         disagg = {si for si in free if winner.services[si].runtime != "colocated"}
@@ -127,12 +130,14 @@ def runners_up(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: 
             [f"disaggregated for '{rp.problem.services[si].name}'" for si in sorted(disagg)]
             + [f"colocated for '{rp.problem.services[si].name}'" for si in sorted(coloc)]
         )
-        out.append(_alternative("runtime", what, rp, without(cs, drop, "the winner's runtime"), opts, winner))
+        out.append(_alternative("runtime", what, rp, without(cs, drop, "the winner's runtime", services),
+                                opts, winner))
     out.append(_alternative("parallelism", "the winner's pool configurations", rp,
-                            without(cs, _winner_rows(cs, winner, rp), "the winner's configuration"),
+                            without(cs, _winner_rows(cs, winner, rp), "the winner's configuration", services),
                             opts, winner))
     return out + choice_runners_up(
-        rp, cs, winner, lambda kind, what, c: _alternative(kind, what, rp, c, opts, winner), without)
+        rp, cs, winner, lambda kind, what, c: _alternative(kind, what, rp, c, opts, winner),
+        lambda c, drop, why: without(c, drop, why, services))
 
 
 def _supply(rp: ResolvedProblem, j: int) -> float:
@@ -201,5 +206,6 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
         delta_cost_pct=(round((cost - winner.cost_per_hour) / winner.cost_per_hour * 100.0, 3)
                         if cost is not None and winner.cost_per_hour > 0 else None),
         devices_by_type=doc.devices_by_type, pools=pools,
+        services=[s.name for s in doc.services for _ in s.pools],
         infeasible_because=list(doc.infeasible_because),
     )

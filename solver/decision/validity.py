@@ -176,12 +176,15 @@ def remeasure(doc: PlanResult) -> list[Remeasure]:
             r = Remeasure(what=what, by="now",
                           why=f"measured on {p.framework} {p.framework_version}, the problem declares "
                               f"{a.engine} {a.engine_version}")
-        elif p.collected_on is None:
+        elif p.collected_on is None and p.source_released_on is None:
             r = Remeasure(what=what, by="now", why="collection date unknown")
         else:
-            due = dt.date.fromisoformat(p.collected_on) + dt.timedelta(days=REMEASURE_AFTER_DAYS)
+            dated = p.collected_on or p.source_released_on
+            due = dt.date.fromisoformat(dated) + dt.timedelta(days=REMEASURE_AFTER_DAYS)
+            when = (f"collected {p.collected_on}" if p.collected_on else
+                    f"collected no later than {p.source_released_on}, the release of its source package")
             r = Remeasure(what=what, by="now" if p.stale else due.isoformat(),
-                          why=f"collected {p.collected_on}; re-measure every {REMEASURE_AFTER_DAYS} days")
+                          why=f"{when}; re-measure every {REMEASURE_AFTER_DAYS} days")
         old = out.get(key)
         if old is None or (r.by == "now") or (old.by != "now" and r.by < old.by):
             out[key] = r

@@ -86,6 +86,7 @@ def estimate(
     engine = engine or engine_params(engine_name)
     kv_precision = kv_precision or precision
     batch = _check_counts(stage, batch, concurrency, input_tokens, output_tokens)
+    _check_context(model, stage, input_tokens, output_tokens)
     _check_options(cp, prefix_hit_rate, concurrency)
     try:
         arch = ModelArch.from_card(model).with_routing(routing)
@@ -119,6 +120,17 @@ def estimate(
     if concurrency is not None:
         return _closed_loop_doc(arch, hw, plans, wl, concurrency, engine, common, notes, hardware)
     return _stage_doc(arch, hw, plans, wl, float(batch), stage, engine, common, notes, hardware)  # type: ignore[arg-type]
+
+
+def _check_context(model: ModelCard, stage: Stage | None, input_tokens: int, output_tokens: int) -> None:
+    """The prompt (and, past a prefill, prompt + output) within the model's maximum context."""
+    limit = model.max_context_tokens
+    if input_tokens > limit:
+        raise InputError(f"--input-tokens: {input_tokens} exceeds {model.name}'s maximum context of "
+                         f"{limit} tokens")
+    if stage != "prefill" and input_tokens + output_tokens > limit:
+        raise InputError(f"--input-tokens + --output-tokens: {input_tokens} + {output_tokens} exceed "
+                         f"{model.name}'s maximum context of {limit} tokens")
 
 
 def _check_options(cp: int, prefix_hit_rate: float | None, concurrency: int | None) -> None:

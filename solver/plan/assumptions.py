@@ -68,7 +68,8 @@ def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None)
         for family, prov in sorted(tables.provenance.items()):
             if family not in drawn.get(card.name, frozenset()):
                 continue
-            age = (today - dt.date.fromisoformat(prov.collected_on)).days if prov.collected_on else None
+            dated = prov.dated_on  # collected on, else no later than the source's release
+            age = (today - dt.date.fromisoformat(dated)).days if dated else None
             uses.append(ProfileUse(
                 hardware=card.name, family=family, framework=prov.framework,
                 framework_version=prov.framework_version, collected_on=prov.collected_on,
@@ -76,6 +77,7 @@ def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None)
                 source=prov.source.name if prov.source else "local measurement",
                 stale=age is None or age > REMEASURE_AFTER_DAYS,
                 stack_differs=declared is not None and declared != prov.framework_version,
+                source_released_on=prov.source.released_on if prov.source else None,
             ))
     return Assumptions(
         engine=engine, engine_version=declared,

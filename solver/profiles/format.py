@@ -141,6 +141,7 @@ class Source(BaseModel):
     name: str = Field(description="upstream project or data set")
     package: str | None = Field(None, description="distribution the files came from")
     package_version: str | None = None
+    released_on: str | None = Field(None, description="that version's release date: collected no later than this")
     url: str | None = None
     path: str = Field(description="file(s) inside the source, relative to its data root")
     file_sha256: str | None = Field(None, description="SHA-256 of the source file as read")
@@ -172,6 +173,10 @@ class Provenance(BaseModel):
     content_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     converter: str | None = Field(None, description="program and version that wrote the file")
     notes: list[str] = Field(default_factory=list)
+
+    @property
+    def dated_on(self) -> str | None:  # aged from: collected_on, else the source's release
+        return self.collected_on or (self.source.released_on if self.source else None)
 
 
 @dataclass(frozen=True)

@@ -169,7 +169,8 @@ def summary_text(s: BatchSummary, out: str | None = None, quiet: bool = False) -
     lines = []
     if not quiet:
         body = [[r.problem, r.status + (" (resumed)" if r.resumed else ""),
-                 r.cost_per_hour, r.total_devices, _devices(r), r.wall_s, _short(r.error)]
+                 None if r.cost_per_hour is None else f"{r.cost_per_hour:,.2f}",  # to the cent
+                 r.total_devices, _devices(r), r.wall_s, _short(r.error)]
                 for r in s.rows]
         lines.append(table(["problem", "status", "cost/h", "devices", "by type", "wall s", "error"],
                            body, align="llrrlrl"))

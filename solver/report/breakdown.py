@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from solver.schema.result import PlanResult, Pool
+from solver.schema.result import PlanResult, Pool, ServiceResult
+
+# what a plan's power figures are: the devices' board power at their TDP (or at the power cap a
+# pool runs at), nothing else; printed next to every power figure
+POWER_NOTE = "device TDP only"
+POWER_NOTE_LONG = ("device board power at TDP (or at a pool's power cap) only: hosts, network and "
+                   "cooling are not counted")
 
 METRIC_NAMES = {"ttft_p50_ms": "TTFT p50", "ttft_p99_ms": "TTFT p99", "tpot_p50_ms": "TPOT p50",
                 "tpot_p99_ms": "TPOT p99"}
@@ -151,3 +157,49 @@ def choices_text(p: Pool) -> str | None:
         parts.append(f"at {p.power_cap_w:g} W,")
     parts.append(f"{p.precision} weights" + (f", {p.kv_precision} KV" if p.kv_precision else ""))
     return " ".join(parts)
+
+
+def survive_text(s: ServiceResult) -> str | None:
+    """The failures the service must survive (the problem's `survive:`) and the capacity left in
+    the worst case of each, against its demand; None when it must survive none."""
+    v = s.survive
+    if v is None:
+        return None
+
+    def qps(x: float | None) -> str:
+        return "-" if x is None else f"{x:,.1f}"
+
+    parts = []
+    if v.lose_instances:
+        parts.append(f"losing {v.lose_instances} instance{'s' if v.lose_instances > 1 else ''} of any "
+                     f"one type leaves at worst {qps(v.worst_instances_loss_qps)} QPS "
+                     f"({v.worst_instances_loss_hardware or '-'})")
+    if v.lose_site:
+        parts.append(f"losing any one site leaves at worst {qps(v.worst_site_loss_qps)} QPS "
+                     f"(without {v.worst_site_loss_site or '-'})")
+    return f"must survive (demand {s.demand_qps:g} QPS): " + "; ".join(parts or ["nothing"])
+
+
+def fleet_lines(s: ServiceResult) -> list[str]:
+    """Sites, KV routes across hardware types and failure margins of one service, a line each."""
+    out = [f"choice: {c}" for c in (choices_text(p) for p in s.pools) if c]
+    if s.sites:
+        out.append("by site: " + "; ".join(
+            f"{x.site} sized for {x.qps:g} QPS (capacity {x.capacity_qps:.1f})" for x in s.sites))
+    if s.kv_routes:
+        out.append("KV routes: " + "; ".join(
+            (f"{r.site}: " if r.site else "") + f"{r.prefill_hardware} -> {r.decode_hardware} "
+            f"{r.qps:g} QPS ({r.link_gb_s:g} GB/s, {r.link_latency_us:g} us)" for r in s.kv_routes))
+    survive = survive_text(s)
+    if survive:
+        out.append(survive)
+    return out
+
+
+def site_rows(doc: PlanResult) -> list[list[object]]:
+    return [[x.name, x.devices, ", ".join(f"{n} x {k}" for k, n in x.devices_by_type.items()) or "-",
+             round(x.cost_per_hour, 2), round(x.power_kw, 1),
+             "-" if x.power_cap_kw is None else x.power_cap_kw] for x in doc.sites or []]
+
+
+SITE_HEADERS = ["site", "devices", "by type", "$/h", "device kW", "kW cap"]

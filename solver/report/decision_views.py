@@ -3,9 +3,10 @@ decision in one paragraph (markdown and html)."""
 
 from __future__ import annotations
 
-from solver.report.breakdown import METRIC_NAMES, latency_rows, parallel_text
+from solver.report.breakdown import METRIC_NAMES, POWER_NOTE, latency_rows, parallel_text
 from solver.report.replay_views import replay_lines
-from solver.schema.decision import DecisionRecord, Interval
+from solver.schema.decision import DecisionRecord, Fallback, Interval
+from solver.schema.pool import pool_phrase
 from solver.schema.result import PlanResult, ServiceResult
 
 METRIC = METRIC_NAMES
@@ -25,6 +26,12 @@ def _interval(i: Interval) -> str:
     hi = fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else "")
     partial = " (partial: cut short by --record-seconds)" if i.partial else ""
     return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)}){partial}"
+
+
+def fallback_pools(f: Fallback) -> str:
+    """The fallback's pools in one line, each with its service (`pool_phrase`)."""
+    return "; ".join(pool_phrase(p, f.services[i] if i < len(f.services) else None)
+                     for i, p in enumerate(f.pools))
 
 
 def uncertainty_lines(r: DecisionRecord) -> list[str]:
@@ -63,10 +70,9 @@ def record_lines(r: DecisionRecord) -> list[tuple[str, list[str]]]:
         fallback = [f"{f.hardware} only ({f.why}), safety margin {f.safety_margin:.0%}: infeasible: "
                     + "; ".join(f.infeasible_because[:3])]
     else:
-        pools = "; ".join(f"{p.role} {p.instances}x {parallel_text(p)} batch {p.batch}"
-                          + (f" at {p.site}" if p.site else "") for p in f.pools)
         fallback = [f"{f.hardware} only ({f.why}), one configuration per role, safety margin "
-                    f"{f.safety_margin:.0%}: {_money(f.cost_per_hour)} ({f.delta_cost_pct:+.1f}%); {pools}"]
+                    f"{f.safety_margin:.0%}: {_money(f.cost_per_hour)} ({f.delta_cost_pct:+.1f}%), "
+                    f"{_mix(f.devices_by_type)}; {fallback_pools(f)}"]
     v = r.validity
     valid = []
     if v is not None:
@@ -97,7 +103,8 @@ def _mix(devices_by_type: dict[str, int]) -> str:
 def _role_text(s: ServiceResult) -> str:
     by_role: dict[str, list[str]] = {}
     for p in s.pools:
-        by_role.setdefault(p.role, []).append(f"{p.instances} x {p.hardware} {parallel_text(p)}")
+        by_role.setdefault(p.role, []).append(f"{p.instances} x {p.hardware} {parallel_text(p)}"
+                                              + (f" at {p.site}" if p.site else ""))
     return "; ".join(f"{role} {' + '.join(v)}" for role, v in by_role.items())
 
 
@@ -190,7 +197,7 @@ def decision_paragraph(doc: PlanResult) -> str:
             if maxt else "the lowest cost that meets every SLO")
     proof = "proven optimal" if doc.status == "optimal" else f"feasible, gap {doc.solver.gap:.2%}"
     text = (f"Deploy {doc.total_devices} devices ({_mix(doc.devices_by_type)}) for "
-            f"{_money(doc.cost_per_hour)} and {doc.power_kw:,.1f} kW: {goal} ({proof}). ")
+            f"{_money(doc.cost_per_hour)} and {doc.power_kw:,.1f} kW ({POWER_NOTE}): {goal} ({proof}). ")
     sv = [_service_sentence(s) for s in doc.services]
     text += " ".join(x[0].upper() + x[1:] for x in sv)
     text += f" Main risk: {main_risk(doc)}"

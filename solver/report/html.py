@@ -12,7 +12,7 @@ cost-vs-traffic frontier of the same problem).
 from __future__ import annotations
 
 from solver.report import plots, runbook
-from solver.report.breakdown import cost_breakdown
+from solver.report.breakdown import POWER_NOTE, cost_breakdown
 from solver.report.decision_views import decision_paragraph
 from solver.report.html_markup import bullets, esc, money, para, section
 from solver.report.html_sections import (
@@ -50,7 +50,8 @@ p.note { color: var(--muted); font-size: 12.5px; }
 .figures div { min-width: 120px; }
 .figures .v { font-size: 20px; font-weight: 600; }
 .figures .k { color: var(--muted); font-size: 12px; }
-table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; font-size: 12.5px; }
+div.scroll { max-width: 100%; overflow-x: auto; margin: 6px 0 10px; }
+table { border-collapse: collapse; width: 100%; margin: 0; font-size: 12.5px; }
 th, td { border-bottom: 1px solid var(--rule); padding: 4px 7px; text-align: left; vertical-align: top; }
 th { background: var(--band); font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -67,6 +68,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px
   body { max-width: none; padding: 0; font-size: 11px; }
   nav { display: none; }
   section { break-inside: auto; }
+  div.scroll { overflow: visible; }
   h2, h3 { break-after: avoid; }
   tr, img { break-inside: avoid; }
   p.decision { border-left-color: #000; }
@@ -76,7 +78,7 @@ footer { margin-top: 36px; color: var(--muted); font-size: 12px; border-top: 1px
 
 def _figures(doc: PlanResult) -> str:
     vals = [(money(doc.cost_per_hour), "cost"), (f"{doc.total_devices}", "devices"),
-            (f"{doc.power_kw:,.1f} kW", "power"), (doc.status, "status")]
+            (f"{doc.power_kw:,.1f} kW", f"power ({POWER_NOTE})"), (doc.status, "status")]
     if doc.throughput_scale is not None and doc.objective and doc.objective.kind == "max_throughput":
         vals.insert(0, (f"{doc.throughput_scale:g} x", "the demand mix served"))
     return ('<div class="figures">' + "".join(

@@ -43,7 +43,9 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], cls: str = "
     head = "".join(f"<th{align(i)}>{esc(h)}</th>" for i, h in enumerate(headers))
     body = "\n".join("<tr>" + "".join(f"<td{align(i)}>{esc(v)}</td>" for i, v in enumerate(r))
                      + "</tr>" for r in rows)
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
+    # in a container that scrolls sideways: a wide table never widens the page (narrow windows)
+    return (f'<div class="scroll"><table class="{cls}"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n'
+            '</tbody></table></div>')
 
 
 def img(png: bytes, alt: str, cls: str) -> str:

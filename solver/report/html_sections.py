@@ -7,13 +7,23 @@ from __future__ import annotations
 from typing import Sequence
 
 from solver.report import plots
-from solver.report.breakdown import CostBreakdown, LatencyRow, latency_rows, parallel_text
+from solver.report.breakdown import (
+    POWER_NOTE_LONG,
+    SITE_HEADERS,
+    CostBreakdown,
+    LatencyRow,
+    fleet_lines,
+    latency_rows,
+    parallel_text,
+    site_rows,
+)
 from solver.report.decision_views import uncertainty_lines
 from solver.report.html_markup import Raw, badge, bullets, img, money, num_text, para, table
 from solver.report.question_views import mix_text
 from solver.schema.decision import DecisionRecord, Interval
+from solver.schema.pool import parallel_words
 from solver.schema.questions import FrontierSection
-from solver.schema.result import PlanResult, Pool
+from solver.schema.result import PlanResult, Pool, ProfileUse
 
 
 def _vs(pred: float | None, bound: float | None) -> str:
@@ -39,11 +49,12 @@ def pools_section(doc: PlanResult) -> str:
           f"{num_text(s.slo.tpot_p50_ms, 'g')} / {num_text(s.slo.tpot_p99_ms, 'g')}"]
          for s in doc.services],
         "services", "lllrrrrrrrll")
+    sites = doc.sites is not None
     rows = []
     for s in doc.services:
         for p in s.pools:
             hw = p.hardware + (f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else "")
-            rows.append([s.name, p.role, hw, parallel_text(p), p.batch, p.instances, p.devices,
+            rows.append([s.name] + [p.site] * sites + [p.role, hw, parallel_text(p), p.batch, p.instances, p.devices,
                          num_text(p.capacity_qps, ",.1f"), num_text(p.cost_per_hour),
                          _vs(p.predicted.ttft_ms, s.slo.ttft_p50_ms),
                          _vs(p.predicted.ttft_p99_ms, s.slo.ttft_p99_ms),
@@ -51,10 +62,17 @@ def pools_section(doc: PlanResult) -> str:
                          _vs(p.predicted.tpot_p99_ms, s.slo.tpot_p99_ms),
                          num_text(p.predicted.memory_gib_per_device, ".1f"),
                          p.precision + (f" / {p.kv_precision} KV" if p.kv_precision else "")])
-    pools = table(POOL_HEADERS, rows, "pools", "llllrrrrrrrrrrl")
-    return (f"<h3>Services</h3>\n{services}\n<h3>Pools</h3>\n{pools}\n"
-            + para("Latencies in ms: predicted / SLO bound (the plan meets each bound with the "
-                 "problem's safety margin).", "note"))
+    pools = table(POOL_HEADERS[:1] + ["site"] * sites + POOL_HEADERS[1:], rows, "pools",
+                  "l" + "l" * sites + "lllrrrrrrrrrrl")
+    out = [f"<h3>Services</h3>\n{services}", f"<h3>Pools</h3>\n{pools}",
+           para("Latencies in ms: predicted / SLO bound (the plan meets each bound with the "
+                "problem's safety margin).", "note")]
+    fleet = [f"{s.name}: {x}" for s in doc.services for x in fleet_lines(s)]
+    if fleet:  # sites, KV routes, what each service must survive and its worst case
+        out.append("<h3>Sites, KV routes and failures</h3>\n" + bullets(fleet))
+    if sites:
+        out.append("<h3>Sites</h3>\n" + table(SITE_HEADERS, site_rows(doc), "sites", "lrlrrr"))
+    return "\n".join(out)
 
 
 def _verdict(r: LatencyRow) -> Raw:
@@ -102,11 +120,12 @@ def cost_section(cb: CostBreakdown) -> str:
     out.append("<h3>By device type</h3>")
     total = cb.cost_per_hour or 1.0
     out.append(table(
-        ["device type", "devices", "$/device-hour", "$/hour", "share", "power kW"],
+        ["device type", "devices", "$/device-hour", "$/hour", "share", "device TDP kW"],
         [[t, cb.type_devices[t], num_text(cb.type_cost[t] / cb.type_devices[t]) if cb.type_devices[t] else "-",
           num_text(cb.type_cost[t]), f"{cb.type_cost[t] / total:.1%}", num_text(cb.type_power_kw[t], ",.1f")]
          for t in cb.types],
         "cost-types", "lrrrrr"))
+    out.append(para(f"Power: {POWER_NOTE_LONG}.", "note"))
     out.append("<h3>By component</h3>")
     out.append(table(["component", "$/hour", "share"],
                      [[k, num_text(v), f"{v / total:.1%}"] for k, v in cb.components],
@@ -149,9 +168,10 @@ def frontier_section(doc: PlanResult, fs: FrontierSection | None) -> str:
     return "\n".join(out)
 
 
-def _pool_brief(pools: Sequence[Pool]) -> list[list[object]]:
-    return [[p.role, p.hardware, parallel_text(p), p.batch, p.instances, p.devices,
-             num_text(p.capacity_qps, ",.1f"), num_text(p.cost_per_hour)] for p in pools]
+def _pool_brief(pools: Sequence[Pool], services: Sequence[str]) -> list[list[object]]:
+    return [[services[i] if i < len(services) else "-", p.role, p.site, p.hardware, parallel_words(p),
+             p.batch, p.instances, p.devices, num_text(p.capacity_qps, ",.1f"), num_text(p.cost_per_hour)]
+            for i, p in enumerate(pools)]
 
 
 def alternatives_section(r: DecisionRecord) -> str:
@@ -186,9 +206,16 @@ def alternatives_section(r: DecisionRecord) -> str:
                       f"planned with a safety margin of {f.safety_margin:.0%} so that every SLO "
                       f"bound holds at the error band's upper edge: {mix_text(f.devices_by_type)}, "
                       f"{money(f.cost_per_hour)} ({f.delta_cost_pct:+.1f}% vs the plan), {f.status}."))
-        out.append(table(["role", "hardware", "parallel", "batch", "instances", "devices",
-                           "capacity QPS", "$/hour"], _pool_brief(f.pools), "fallback", "lllrrrrr"))
+        out.append(table(["service", "role", "site", "hardware", "parallel", "batch", "instances", "devices",
+                           "capacity QPS", "$/hour"], _pool_brief(f.pools, f.services), "fallback",
+                         "lllllrrrrr"))
     return "\n".join(out)
+
+
+def _collected(p: ProfileUse) -> str:
+    if p.collected_on:
+        return p.collected_on
+    return f"by {p.source_released_on} (source release)" if p.source_released_on else "unknown"
 
 
 def assumptions_section(doc: PlanResult) -> str:
@@ -213,7 +240,7 @@ def assumptions_section(doc: PlanResult) -> str:
         out.append(table(
             ["hardware", "family", "framework", "version", "collected on", "age (days)", "stale",
              "stack differs", "content sha256", "source"],
-            [[p.hardware, p.family, p.framework, p.framework_version, p.collected_on or "unknown",
+            [[p.hardware, p.family, p.framework, p.framework_version, _collected(p),
               p.age_days, badge("stale", "warn") if p.stale else "no",
               badge("differs", "warn") if p.stack_differs else "no", p.content_sha256[:12], p.source]
              for p in a.profiles],

@@ -8,11 +8,15 @@ import json
 import yaml
 
 from solver.report.breakdown import (
-    choices_text,
+    POWER_NOTE,
+    POWER_NOTE_LONG,
+    SITE_HEADERS,
     components_text,
     cost_breakdown,
     cost_components,
+    fleet_lines,
     parallel_text,
+    site_rows,
 )
 from solver.report.decision_views import decision_paragraph, record_lines
 from solver.report.runbook import markdown_lines as runbook_markdown
@@ -60,24 +64,7 @@ def _pool_table(s: ServiceResult, sites: bool) -> tuple[list[str], list[list[obj
 
 def _fleet_lines(s: ServiceResult) -> list[str]:
     """Sites, KV routes across hardware types and failure margins of one service."""
-    out = [f"  choice: {c}" for c in (choices_text(p) for p in s.pools) if c]
-    if s.sites:
-        out.append("  by site: " + "; ".join(
-            f"{x.site} sized for {x.qps:g} QPS (capacity {x.capacity_qps:.1f})" for x in s.sites))
-    if s.kv_routes:
-        out.append("  KV routes: " + "; ".join(
-            (f"{r.site}: " if r.site else "") + f"{r.prefill_hardware} -> {r.decode_hardware} "
-            f"{r.qps:g} QPS ({r.link_gb_s:g} GB/s, {r.link_latency_us:g} us)" for r in s.kv_routes))
-    v = s.survive
-    if v is not None:
-        parts = []
-        if v.lose_instances:
-            parts.append(f"after losing {v.lose_instances} {v.worst_instances_loss_hardware} "
-                         f"instance(s) {v.worst_instances_loss_qps:.1f} QPS")
-        if v.lose_site:
-            parts.append(f"after losing site {v.worst_site_loss_site} {v.worst_site_loss_qps:.1f} QPS")
-        out.append(f"  worst case (demand {s.demand_qps:g} QPS): " + "; ".join(parts))
-    return out
+    return [f"  {x}" for x in fleet_lines(s)]
 
 
 def _hetero_lines(doc: PlanResult) -> list[str]:
@@ -102,13 +89,6 @@ def _hetero_lines(doc: PlanResult) -> list[str]:
     return [head + (f"; {moved}" if moved else "")]
 
 
-def _site_rows(doc: PlanResult) -> list[list[object]]:
-    return [[x.name, x.devices, ", ".join(f"{n} x {k}" for k, n in x.devices_by_type.items()) or "-",
-             round(x.cost_per_hour, 2), round(x.power_kw, 1),
-             "-" if x.power_cap_kw is None else x.power_cap_kw] for x in doc.sites or []]
-
-
-SITE_HEADERS = ["site", "devices", "by type", "$/h", "kW", "kW cap"]
 
 
 def _transition_lines(doc: PlanResult) -> list[str]:
@@ -138,7 +118,7 @@ def headline(doc: PlanResult) -> str:
     )
     return (
         f"{doc.problem}: {doc.status}, {obj}: ${doc.cost_per_hour:,.2f}/hour, "
-        f"{doc.total_devices} devices ({types}), {doc.power_kw:,.1f} kW"
+        f"{doc.total_devices} devices ({types}), {doc.power_kw:,.1f} kW ({POWER_NOTE})"
     )
 
 
@@ -162,6 +142,18 @@ def _solver_line(doc: PlanResult) -> str:
     )
 
 
+def _tables_dated(a) -> str:
+    """When the oldest table the plan rests on was measured (at the latest: the release of its
+    source package when it carries no collection date)."""
+    dated = [(p.collected_on or p.source_released_on, p.collected_on is None) for p in a.profiles]
+    known = [d for d in dated if d[0]]
+    if not known:
+        return ""
+    day, by_release = min(known)
+    return (f" (oldest collected no later than {day}, the release of its source package)" if by_release
+            else f" (oldest collected {day})")
+
+
 def _assumption_lines(doc: PlanResult) -> list[str]:
     a = doc.assumptions
     if a is None:
@@ -172,7 +164,7 @@ def _assumption_lines(doc: PlanResult) -> list[str]:
            f"{a.calibration.tpot_median_abs_pct:g}%)" if a.calibration else "uncalibrated")
     hw = sorted({p.hardware for p in a.profiles})
     lines = [f"engine: {a.engine}{ver}, {cal}; measured operator tables for "
-             f"{', '.join(hw) or 'no hardware'}"
+             f"{', '.join(hw) or 'no hardware'}{_tables_dated(a)}"
              + (f"; roofline only for {', '.join(a.hardware_without_profiles)}" if a.hardware_without_profiles else "")]
     stale = sorted({f"{p.hardware}/{p.framework}" for p in a.profiles if p.stale})
     differs = sorted({f"{p.hardware}/{p.framework} {p.framework_version}" for p in a.profiles if p.stack_differs})
@@ -194,7 +186,7 @@ def to_table(doc: PlanResult) -> str:
     for s in doc.services:
         out += ["", _service_line(s), *_fleet_lines(s), table(*_pool_table(s, sites))]
     if sites:
-        out += ["", table(SITE_HEADERS, _site_rows(doc), "lrlrrr")]
+        out += ["", table(SITE_HEADERS, site_rows(doc), "lrlrrr")]
     fleet = _hetero_lines(doc) + _transition_lines(doc)
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
@@ -228,7 +220,8 @@ def _md_cost(doc: PlanResult) -> list[str]:
     parts = [[k, f"{v:,.2f}", f"{v / total:.1%}"] for k, v in cost_components(doc)]
     return ["## Cost breakdown", "", "USD per hour by service and device type:", "",
             _md_table(["service", *cb.types, "devices", "total"], rows), "",
-            _md_table(["device type", "devices", "$/hour", "share", "power kW"], types), "",
+            _md_table(["device type", "devices", "$/hour", "share", "device TDP kW"], types), "",
+            f"Power: {POWER_NOTE_LONG}.", "",
             "USD per hour by component:", "", _md_table(["component", "$/hour", "share"], parts), ""]
 
 
@@ -253,7 +246,7 @@ def to_markdown(doc: PlanResult) -> str:
             out += [_md_table(headers, rows), ""]
         out += ["Latencies in ms: predicted / SLO bound (bound applies with the safety margin).", ""]
         if sites:
-            out += ["## Sites", "", _md_table(SITE_HEADERS, _site_rows(doc)), ""]
+            out += ["## Sites", "", _md_table(SITE_HEADERS, site_rows(doc)), ""]
         if doc.heterogeneity is not None:
             out += ["## Heterogeneous vs homogeneous", "", *[f"- {x}" for x in _hetero_lines(doc)], ""]
         if doc.transition is not None:

@@ -73,6 +73,8 @@ class Fallback(Strict):
     delta_cost_pct: float | None = Field(description="vs the winner")
     devices_by_type: dict[str, int]
     pools: list[Pool]
+    services: list[str] = Field(default_factory=list,
+                                description="the service of each pool, in the order of pools")
     infeasible_because: list[str] = Field(default_factory=list)
 
 

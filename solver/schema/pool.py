@@ -92,3 +92,22 @@ class Pool(Doc):
     # KV cache precision (services that give kv_precision), the cost by component (`cost:`)
     power_cap_w: float | None = Field(None, description="board power limit per device, W")
     cost_components: CostComponents | None = None
+
+
+def parallel_words(p: Pool) -> str:
+    """Every parallel dimension of a pool, ep and dp included where they are 1."""
+    return (f"tp{p.tp} pp{p.pp} ep{p.ep} dp{p.dp}" + (f" cp{p.cp}" if p.cp else "")
+            + (f" +{p.speculative}" if p.speculative else ""))
+
+
+def pool_phrase(p: Pool, service: str | None = None) -> str:
+    """One pool in words, the same wherever a plan is summed up in one line (the runners-up and
+    the fallback of the decision record, the reports): its service, role, instances x hardware
+    (and power cap), the whole parallelism (tp pp ep dp, cp, speculation), batch, the devices it
+    takes and its site. `12 x h100-sxm tp4 ...` never reads as 12 devices: the count follows."""
+    par = parallel_words(p)
+    cap = f" at {p.power_cap_w:g} W" if p.power_cap_w is not None else ""
+    head = f"{service} {p.role}" if service else p.role
+    site = f" at site {p.site}" if p.site else ""
+    return (f"{head}: {p.instances} x {p.hardware}{cap} {par} batch {p.batch}, "
+            f"{p.devices} device{'s' if p.devices != 1 else ''}{site}")

@@ -127,11 +127,14 @@ class ProfileUse(Strict):
     framework: str
     framework_version: str
     collected_on: str | None
-    age_days: int | None
+    age_days: int | None = Field(description="days since collected_on, else since source_released_on")
     content_sha256: str
     source: str
     stale: bool = Field(description="older than the re-measurement age, or of unknown date")
     stack_differs: bool = Field(description="measured on another engine version than declared")
+    source_released_on: str | None = Field(
+        None, description="release date of the source package the table came from: a table without "
+        "collected_on was collected no later than this, and is aged from it")
 
 
 class CalibrationUse(Strict):

@@ -28,7 +28,7 @@ from solver.fleet.solve import SolveOptions
 from solver.problem.load import load_problem
 from solver.profiles.format import shipped_root
 from solver.report import batch_views as views
-from solver.schema.batch import SummaryRow
+from solver.schema.batch import BatchSummary, Counts, SummaryRow
 from tests.support.batch_problems import CUSTOM, gpu_card
 from tests.support.questions_problem import small_problem
 
@@ -171,6 +171,18 @@ def test_csv_columns_and_cells():
                         "total_devices,devices.h100-sxm,power_kw,wall_s,resumed,result,input_sha256,error")
     assert lines[1] == "p[a=1],p,p.yaml,1,optimal,min_cost,12.5,12.5,5,5,3.5,,false,results/p@a=1.json,ab,"
     assert lines[2] == 'q,q,p.yaml,,invalid,,,,,,,,false,,,"bad, ""quoted"""'
+
+
+def test_summary_table_shows_cost_to_the_cent():
+    rows = [row("optimal", problem="big", cost_per_hour=1234.567, total_devices=400),
+            row("optimal", problem="mid", cost_per_hour=204.0, total_devices=76),
+            row("optimal", problem="small", cost_per_hour=12.345, total_devices=5),
+            row("infeasible", problem="none")]
+    s = BatchSummary(version="0", exit_code=1, rows=rows, counts=Counts(
+        problems=4, optimal=3, feasible=0, infeasible=1, invalid=0, error=0, resumed=0))
+    lines = {ln.split()[0]: ln for ln in views.summary_text(s).splitlines()[2:-1]}
+    assert "1,234.57" in lines["big"] and "204.00" in lines["mid"] and "12.35" in lines["small"]
+    assert lines["none"].split()[2] == "-"
 
 
 def test_parquet_has_typed_columns(tmp_path):

@@ -174,6 +174,13 @@ BASE = ("estimate", "--model", "llama-3.1-70b", "--hardware", "h100-sxm")
         ((*BASE, "--ep", "2"), ("ep",)),
         ((*BASE, "--precision", "int4"), ("--precision", "int4")),
         ((*BASE, "--input-tokens", "-5"), ("--input-tokens",)),
+        # longer than the model's context (llama-3.1-70b: 131072 tokens), issue 18
+        ((*BASE, "--input-tokens", "200000"), ("--input-tokens", "200000", "llama-3.1-70b", "131072")),
+        ((*BASE, "--input-tokens", "200000", "--stage", "prefill"), ("--input-tokens", "131072")),
+        ((*BASE, "--input-tokens", "131000", "--output-tokens", "500", "--stage", "decode"),
+         ("--input-tokens", "--output-tokens", "131072")),
+        ((*BASE, "--input-tokens", "131000", "--output-tokens", "500", "--concurrency", "4"),
+         ("--output-tokens", "131072")),
         (("estimate", "--model", "llama-3.1-70b"), ("--hardware",)),
         (("estimate", "--model", "/no/such/card.yaml", "--hardware", "h100-sxm"), ("/no/such/card.yaml",)),
     ],

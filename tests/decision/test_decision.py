@@ -19,8 +19,9 @@ from solver.decision.alternatives import _winner_rows, only_configurations, with
 from solver.decision.bands import error_band
 from solver.decision.probe import REGRET
 from solver.decision.record import decide, input_sha256
+from solver.decision.validity import remeasure
 from solver.fleet.solve import SolveOptions
-from solver.plan.assumptions import REMEASURE_AFTER_DAYS
+from solver.plan.assumptions import REMEASURE_AFTER_DAYS, assumptions, families_drawn
 from solver.plan.planner import plan
 from solver.problem.load import derive, load_problem
 from tests.support.cli import EXACT_RECORD, ROOT, cli, cli_shared, plan_json
@@ -81,6 +82,22 @@ def test_runners_up_exclude_the_winners_structure_and_never_beat_it():
     assert alt.cost_per_hour == par.cost_per_hour
     rows = only_configurations(cs, doc, rp).table
     assert len(rows) == len(configs(doc))
+
+
+def test_an_emptied_role_is_named_by_its_service():
+    """A runner-up whose exclusion leaves a role without candidates says so with the service's
+    name, not its index ("service 0"), issue 18."""
+    import numpy as np
+
+    rp, _ = decided()
+    cs = build_candidates(rp)
+    out = without(cs, np.ones(len(cs.table), dtype=bool), "no candidate at all",
+                  [s.name for s in rp.problem.services])
+    why = [m for ms in out.misses.values() for m in ms]
+    assert why and all("of service 'chat' excluded: no candidate at all" in m for m in why), why
+    doc = plan(rp, OPTS, timings=False, candidates=out)
+    assert doc.status == "infeasible" and "service 0" not in " ".join(doc.infeasible_because)
+    assert any("'chat'" in x for x in doc.infeasible_because), doc.infeasible_because
 
 
 def test_fallback_is_homogeneous_and_meets_every_bound_at_the_band_edge():
@@ -147,8 +164,27 @@ def test_remeasure_dates():
     assert items["vllm calibration (end-to-end benchmarks)"].by == cal_due.isoformat()
     for p in a.profiles:
         m = items[f"{p.hardware} operator tables ({p.framework} {p.framework_version})"]
-        assert m.by == "now" if (p.stale or p.collected_on is None) else m.by <= (
-            dt.date.fromisoformat(p.collected_on) + dt.timedelta(days=REMEASURE_AFTER_DAYS)).isoformat()
+        dated = p.collected_on or p.source_released_on
+        assert m.by == "now" if (p.stale or dated is None) else m.by <= (
+            dt.date.fromisoformat(dated) + dt.timedelta(days=REMEASURE_AFTER_DAYS)).isoformat()
+
+
+def test_shipped_tables_are_dated_by_their_source_release():
+    """The shipped tables carry no collection date; they were collected no later than the release
+    of aiconfigurator-core 0.12.0 (2026-09-18), and are aged from it (issue 18): on 2026-12-01 they
+    are 74 days old, not stale, due 180 days after the release."""
+    rp, doc = decided()
+    a = assumptions(rp, families_drawn(rp, doc.services), today=dt.date(2026, 12, 1))
+    assert a.profiles
+    for p in a.profiles:
+        assert p.collected_on is None and p.source_released_on == "2026-09-18"
+        assert p.age_days == 74 and not p.stale
+    items = remeasure(doc.model_copy(update={"assumptions": a}))
+    tables = [m for m in items if "operator tables" in m.what]
+    assert tables and all(m.by == "2027-03-17" for m in tables), tables
+    assert all("no later than 2026-09-18" in m.why for m in tables)
+    late = assumptions(rp, families_drawn(rp, doc.services), today=dt.date(2027, 3, 18))
+    assert all(p.stale and p.age_days == 181 for p in late.profiles)
 
 
 def test_input_hash_is_the_files():

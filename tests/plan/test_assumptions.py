@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,11 @@ def test_tables_and_calibration_are_listed_and_flagged():
     assert hw == {"h100-sxm", "h200-sxm"}
     assert a.hardware_without_profiles == ["mi300x"]
     assert {p.family for p in a.profiles} >= {"gemm", "attention_context", "attention_generation"}
-    # aiconfigurator-core records no collection date for its tables: flagged for re-measurement
-    assert all(p.collected_on is None and p.age_days is None and p.stale for p in a.profiles)
+    # aiconfigurator-core records no collection date for its tables: they are aged from the
+    # release of the package version they came from (0.12.0: 2026-09-18)
+    assert all(p.collected_on is None and p.source_released_on == "2026-09-18" for p in a.profiles)
+    dated = assumptions(rp, families_considered(rp), today=dt.date(2026, 12, 1))
+    assert all(p.age_days == 74 and not p.stale for p in dated.profiles)
     assert not any(p.stack_differs for p in a.profiles)  # no engine version declared
     assert a.remeasure_after_days == REMEASURE_AFTER_DAYS
 

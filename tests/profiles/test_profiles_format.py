@@ -20,6 +20,7 @@ from solver.profiles.format import (
     shipped_root,
     write_profile,
 )
+from tests.support.cli import cli
 
 ROWS = [("bf16", 1, 1024, 1024, 10.5), ("bf16", 2, 1024, 1024, 10.75), ("fp8", 1, 1024, 1024, 8.0)]
 
@@ -131,6 +132,26 @@ def test_every_shipped_table_verifies_and_credits_its_source():
     if notice.is_file():  # a checkout (the wheel does not carry NOTICE under hardware/)
         text = notice.read_text()
         assert "aiconfigurator-core" in text and "Apache License, Version 2.0" in text
+
+
+def test_shipped_tables_are_dated_by_the_release_of_their_source():
+    """aiconfigurator-core records no collection date for the shipped tables; they were collected
+    no later than the release of the package version they came from (0.12.0: 2026-09-18, its
+    upload to PyPI), which the sidecars carry and `profiles list` shows (issue 18)."""
+    from solver.profiles.sources.aic.provenance import RELEASED_ON
+
+    root = shipped_root()
+    for hw, fw, family in available(root):
+        p = read_provenance(root / hw / fw / f"{family}.meta.json")
+        assert p.source.package_version == "0.12.0" and p.source.released_on == "2026-09-18"
+        assert p.collected_on is None and p.dated_on == "2026-09-18"
+    assert RELEASED_ON["0.12.0"] == "2026-09-18"  # what the importer writes into a new sidecar
+    r = cli("profiles", "list", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    assert {x["collected"] for x in json.loads(r.stdout)} == {"by 2026-09-18"}
+    r = cli("profiles", "list")
+    head, *rows = r.stdout.splitlines()
+    assert "collected" in head.split() and rows and all("by 2026-09-18" in x for x in rows)
 
 
 def test_shipped_size_is_modest():

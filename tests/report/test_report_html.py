@@ -299,9 +299,11 @@ def test_runners_up_fallback_assumptions_validity(feasible):
     _, _, page, doc = feasible
     rec = doc["decision"]
     assert page.column("runners-up", "excluded") == [a["excluded"] for a in rec["runners_up"]]
-    fb = page.tables["fallback"]
-    assert [(r[0], r[1], r[4]) for r in fb] == [
-        (p["role"], p["hardware"], str(p["instances"])) for p in rec["fallback"]["pools"]]
+    fb = rec["fallback"]
+    assert list(zip(*(page.column("fallback", c) for c in ("service", "role", "hardware", "instances",
+                                                           "devices")))) == [
+        (s, p["role"], p["hardware"], str(p["instances"]), str(p["devices"]))
+        for s, p in zip(fb["services"], fb["pools"])]
     prof = doc["assumptions"]["profiles"]
     assert len(page.tables["profiles"]) == len(prof)
     assert page.column("profiles", "stale") == ["stale" if p["stale"] else "no" for p in prof]

@@ -17,6 +17,11 @@ CONVERTER = "fleetplan solver.profiles.aic/1"
 AIC_URL = "https://github.com/ai-dynamo/aiconfigurator"
 AIC_COPYRIGHT = "Copyright (c) 2025-2026 NVIDIA CORPORATION & AFFILIATES. All rights reserved."
 
+# release dates of aiconfigurator-core versions (the upload of the version's files to PyPI,
+# https://pypi.org/project/aiconfigurator-core/): its tables carry no collection date, and were
+# collected no later than the release they ship in (docs/profiles.md)
+RELEASED_ON = {"0.12.0": "2026-09-18"}
+
 _MODIFIED = (
     "Derived from aiconfigurator-core (Apache-2.0) by fleetplan's converter: rows selected, "
     "columns renamed, latency converted from ms to us (5 significant digits). See NOTICE."
@@ -35,6 +40,7 @@ def _source(systems: Path, path: Path, version: str | None) -> Source:
         name="NVIDIA AIConfigurator (aiconfigurator-core) measured performance database",
         package="aiconfigurator-core",
         package_version=version,
+        released_on=RELEASED_ON.get(version or ""),
         url=AIC_URL,
         path=str(path.relative_to(systems.parent)).replace(os.sep, "/"),
         file_sha256=file_sha256(path),
