@@ -13,12 +13,12 @@ from solver.fleet.solve import FleetSolution
 from solver.problem.load import ResolvedProblem
 from solver.problem.tco import COMPONENTS
 from solver.schema.cards import PRECISIONS
-from solver.schema.pool import CostComponents
+from solver.schema.pool import LATENCY_DECIMALS, MEMORY_DECIMALS, CostComponents
 from solver.schema.result import KvRoute, Pool, Predicted
 from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 
 
-def rounded(x: float | None, nd: int = 4) -> float | None:
+def rounded(x: float | None, nd: int = LATENCY_DECIMALS) -> float | None:
     """x rounded to nd decimals; None when missing or not finite."""
     if x is None or not np.isfinite(x):
         return None
@@ -78,7 +78,7 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
             cost_per_hour=round(n * unit_cost(rp, cs, inst, int(c)), 6),
             predicted=Predicted(
                 ttft_ms=rounded(t.ttft_p50_ms[r]), tpot_ms=rounded(t.tpot_p50_ms[r]),
-                memory_gib_per_device=round(float(t.memory_gib[r]), 3),
+                memory_gib_per_device=round(float(t.memory_gib[r]), MEMORY_DECIMALS),
                 ttft_p99_ms=rounded(t.ttft_p99_ms[r]), tpot_p99_ms=rounded(t.tpot_p99_ms[r]),
             ),
             precision=_precision(t.wprec[r], svc.precisions[0]),
