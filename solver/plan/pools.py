@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from solver.candidates.table import CandidateSet
-from solver.fleet import integerize as ints
 from solver.fleet import routes
 from solver.fleet.instance import FleetInstance
 from solver.fleet.solve import FleetSolution
@@ -123,7 +122,8 @@ def kv_routes_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol
     out: list[KvRoute] = []
     cross = False
     for k in range(inst.n_sites):
-        amount = int(round(float(sol.site_disaggregated[si, k]) * ints.QPS_SCALE))
+        scale = inst.services[si].qps_scale
+        amount = int(round(float(sol.site_disaggregated[si, k]) * scale))
         if amount <= 0:
             continue
         groups, decode = route_groups(inst, sol, si, k, inst.cap)
@@ -137,7 +137,7 @@ def kv_routes_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol
             out.append(KvRoute(
                 site=rp.site_names[k] if rp.site_names else None,
                 prefill_hardware=rp.hardware_names[p], decode_hardware=rp.hardware_names[d],
-                qps=round(units / ints.QPS_SCALE, 6),
+                qps=round(units / scale, 6),
                 link_gb_s=round(float(bw) / 1e9, 6), link_latency_us=round(float(lat) * 1e6, 6),
             ))
     return out if cross else []
