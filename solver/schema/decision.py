@@ -93,6 +93,10 @@ class Interval(Strict):
                                              "0: not computed, the search's budget was spent")
     partial: bool = Field(False, description="the --record-seconds safety net stopped this "
                                              "interval's search before it finished")
+    low_not_computed: bool = Field(
+        False, description="no probe below the current value was answered (the solve budget or "
+        "the safety net ran out first): `low` is only the current value, nothing was searched")
+    high_not_computed: bool = Field(False, description="likewise above the current value")
 
 
 class Remeasure(Strict):
@@ -116,6 +120,11 @@ class Validity(Doc):
         "'acceptance'); absent when no service speculates")
     hit_rates: list[Interval] | None = Field(
         None, description="per service with a prefix-cache hit_rate: its interval (unit 'hit rate')")
+    traffic_headroom_multiple: float | None = Field(
+        None, description="the plan's traffic_headroom_multiple: the largest multiple of every "
+        "service's demand the fleet serves with its pools and instance counts fixed (the demand "
+        "interval is where re-planning would not pay; this is where the fleet stops serving)")
+    traffic_headroom_service: str | None = Field(None, description="the service that sets it")
 
 
 class Choice(Strict):
