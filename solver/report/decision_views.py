@@ -40,7 +40,7 @@ def headroom_line(multiple: float | None, service: str | None) -> str | None:
 
 
 def uncertainty_lines(r: DecisionRecord) -> list[str]:
-    out = []
+    out = [f"WARNING: {r.uncertainty.margin_below_band}"] if r.uncertainty.margin_below_band else []
     for b in r.uncertainty.pools:
         checks = ", ".join(
             f"{METRIC[c.metric]} {c.predicted_ms:.0f}->{c.upper_edge_ms:.0f}/{c.bound_ms:g} ms"

@@ -84,6 +84,8 @@ def latency_section(doc: PlanResult) -> str:
                        f"TPOT +-{b.band_tpot_pct:g}% ({b.band_source})"
                        for b in doc.decision.uncertainty.pools))
         out.append(para(uncertainty_lines(doc.decision)[-1], "note"))
+        if doc.decision.uncertainty.margin_below_band:
+            out.append(para("Warning: " + doc.decision.uncertainty.margin_below_band, "warn"))
     else:
         out.append(para("No error band: the plan carries no decision record (plan --no-record).", "note"))
     return "\n".join(out)

@@ -44,6 +44,10 @@ class Uncertainty(Strict):
     central_only: list[str] = Field(
         description="SLO bounds met at the central estimate but not at the band's upper edge"
     )
+    margin_below_band: str | None = Field(
+        None, description="set when the problem's safety margin is below the error band of a "
+        "pool's bounded latency (the default margin does not follow the band: "
+        "docs/decision-record.md); says by how much and which margin would cover the band")
 
 
 class Alternative(Strict):
