@@ -21,6 +21,7 @@ An engine without a calibration borrows the default engine's (vLLM) bands by the
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 MIN_GROUP_ROWS = 8  # a validation group with fewer measured rows is too small to state a median
@@ -143,7 +144,9 @@ def margin_warning(margin: float, pools: list[PoolBand]) -> str | None:
                 widest = (pct, f"{metric} +-{pct:g}% of service '{b.service}' {b.role} on {b.hardware}")
     if widest is None or margin * 100.0 >= widest[0]:
         return None
+    held = all(c.holds_at_upper_edge for b in pools for c in b.checks)
     return (f"the safety margin ({margin * 100:g}%) is below the widest error band of the plan's pools "
-            f"({widest[1]}): the bounds are planned at the central estimate, not at the band's edge; "
-            f"constraints.safety_margin: {widest[0] / 100:.2f} would plan for the edge (the fallback "
-            f"below is planned so)")
+            f"({widest[1]}): pools are sized to the bounds at the central estimate, not at the band's "
+            f"edge{' (this plan still meets every bound at the edge)' if held else ''}; "
+            f"constraints.safety_margin: {math.ceil(round(widest[0], 6)) / 100:.2f} would plan for the "
+            f"edge (the fallback below is planned so)")

@@ -113,7 +113,14 @@ def test_margin_below_the_band_is_said_loudly():
                       band_source="x", checks=[tpot])]  # a decode pool's TTFT band bounds nothing
     assert margin_warning(0.05, pools) == (
         "the safety margin (5%) is below the widest error band of the plan's pools (TTFT +-66% of service "
-        "'chat' prefill on h100-sxm): the bounds are planned at the central estimate, not at the band's "
-        "edge; constraints.safety_margin: 0.66 would plan for the edge (the fallback below is planned so)")
+        "'chat' prefill on h100-sxm): pools are sized to the bounds at the central estimate, not at the "
+        "band's edge; constraints.safety_margin: 0.66 would plan for the edge (the fallback below is planned so)")
+    held = [p.model_copy(update={"checks": [c.model_copy(update={"holds_at_upper_edge": True})
+                                            for c in p.checks], "band_ttft_pct": 9.03}) for p in pools]
+    assert margin_warning(0.05, held) == (
+        "the safety margin (5%) is below the widest error band of the plan's pools (TPOT +-12% of service "
+        "'chat' decode on h200-sxm): pools are sized to the bounds at the central estimate, not at the "
+        "band's edge (this plan still meets every bound at the edge); constraints.safety_margin: 0.12 would "
+        "plan for the edge (the fallback below is planned so)")
     assert margin_warning(0.66, pools) is None
     assert margin_warning(0.05, []) is None

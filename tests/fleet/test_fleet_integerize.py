@@ -41,6 +41,10 @@ def test_qps_scale_is_the_least_power_of_ten_giving_a_thousand_units():
     assert ints.qps_scale([0.005], 1.0) == 1_000_000  # 0.005 x 1e5 = 500 < 1,000
     assert ints.qps_scale([2.0], 0.02) == 100_000  # the demand counts too
     assert ints.qps_scale([1e-9], 1.0) == ints.MAX_QPS_SCALE  # capped (such rows are pruned)
+    # a row below 1% of the demand (0.058 QPS of 150: 2,569 instances to carry it) does not
+    # raise the scale of the whole service 100x (three-services' chat)
+    assert ints.qps_scale([0.058, 0.39, 2.17, 26.2], 150.0) == 1000
+    assert ints.qps_scale([0.0505, 0.43, 1.15], 40.0) == 10_000  # 0.43 >= 0.4 counts
     assert ints.capacity([0.0059], 1_000_000).tolist() == [5900]
     assert ints.capacity([0.0059]).tolist() == [5]  # milli-QPS: 15% of the instance lost
 
