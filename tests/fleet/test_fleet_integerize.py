@@ -37,7 +37,7 @@ MAX_COMBOS = 200_000
 
 def test_qps_scale_is_the_least_power_of_ten_giving_a_thousand_units():
     assert ints.qps_scale([16.8, 184.0], 200.0) == 1000  # shipped sizes: milli-QPS, as before
-    assert ints.qps_scale([0.5, 3.0], 200.0) == 10_000  # 0.5 QPS -> 5,000 units
+    assert ints.qps_scale([0.5, 3.0], 20.0) == 10_000  # 0.5 QPS -> 5,000 units
     assert ints.qps_scale([0.005], 1.0) == 1_000_000  # 0.005 x 1e5 = 500 < 1,000
     assert ints.qps_scale([2.0], 0.02) == 100_000  # the demand counts too
     assert ints.qps_scale([1e-9], 1.0) == ints.MAX_QPS_SCALE  # capped (such rows are pruned)
