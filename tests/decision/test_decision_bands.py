@@ -124,3 +124,18 @@ def test_margin_below_the_band_is_said_loudly():
         "plan for the edge (the fallback below is planned so)")
     assert margin_warning(0.66, pools) is None
     assert margin_warning(0.05, []) is None
+
+
+def test_the_margin_that_covers_the_band_is_rounded_up():
+    # llama3-70b-online's widest band is its h200-sxm decode pool's TPOT, 9.03%: 0.09 would not cover it
+    from solver.decision.bands import margin_warning
+    from solver.schema.decision import PoolBand, SloCheck
+
+    check = SloCheck(metric="tpot_p50_ms", predicted_ms=27.0761, upper_edge_ms=29.5211, bound_ms=30.0,
+                     margin_pct=9.746, holds_at_upper_edge=True)
+    pool = PoolBand(service="chat", role="decode", hardware="h200-sxm", band_ttft_pct=11.25, band_tpot_pct=9.03,
+                    band_source="x", checks=[check])
+    text = margin_warning(0.05, [pool])
+    assert "(TPOT +-9.03% of service 'chat' decode on h200-sxm)" in text
+    assert "(this plan still meets every bound at the edge); constraints.safety_margin: 0.10 would" in text
+    assert margin_warning(0.0903, [pool]) is None
