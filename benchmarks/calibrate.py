@@ -3,7 +3,7 @@
     python benchmarks/calibrate.py [--data benchmarks/data/silicon_sample_validate.csv]
         [--model closed-form|replay] [--engines vllm ...] [--every 3] [--evals-roofline 20]
         [--evals-step 10]
-    python benchmarks/calibrate.py --errors-only [--model closed-form|replay]
+    python benchmarks/calibrate.py --errors-only [--model closed-form|replay] [--validation-only | --split-only]
 
 Without --model a fit runs through the replay (how the shipped files are fitted) and
 --errors-only uses each file's own `predictor`.
@@ -67,36 +67,56 @@ def _errors(rows, ttft, tpot) -> dict:
                 ttft_bias_pct=round(float(np.mean(e1)), 2), tpot_bias_pct=round(float(np.mean(e2)), 2))
 
 
-def _validation(rows, params: EngineParams, data: Path, model: str = "closed-form") -> list[dict]:
+def _group(hw: str, kind: str, model: str | None, rs, ttft, tpot) -> dict:
+    """One validation group's errors from its rows' predictions."""
+    mt = np.array([r.ttft_ms for r in rs])
+    mp = np.array([r.tpot_ms for r in rs])
+    s1, s2 = (ttft - mt) / mt * 100, (tpot - mp) / mp * 100
+    e1, e2 = np.abs(s1), np.abs(s2)
+    fitted = kind == "dense" and all(r.raw.get("source_system") == FIT_SYSTEM for r in rs)
+    return dict(
+        hardware=hw, models=kind, **({"model": model} if model else {}), fitted=fitted, rows=len(rs),
+        ttft_median_abs_pct=round(float(np.median(e1)), 2),
+        ttft_p90_abs_pct=round(float(np.percentile(e1, 90)), 2),
+        ttft_bias_pct=round(float(np.mean(s1)), 2),
+        tpot_median_abs_pct=round(float(np.median(e2)), 2),
+        tpot_p90_abs_pct=round(float(np.percentile(e2, 90)), 2),
+        tpot_bias_pct=round(float(np.mean(s2)), 2),
+    )
+
+
+def _validation(rows, params: EngineParams, data: Path, model: str = "closed-form",
+                keep: list | None = None) -> list[dict]:
     """Error per (hardware card, dense or MoE) over every row of one engine, with `params`, by
     the calibration's predictor `model` (the plans' error bands, solver/decision/bands.py, read
-    these groups: with a replay calibration they are the replay's errors)."""
+    these groups: with a replay calibration they are the replay's errors); where a group holds
+    several model cards, each card's rows again as a group of their own (`model`), from the
+    same predictions (a group of one card is that card's group). `keep`: the file's current
+    groups; a group of one card found there with the same rows is kept without predicting it
+    again (`--split-only`, when only the split of multi-card groups is new)."""
+    kept = {(g["hardware"], g["models"], g["rows"]): g for g in keep or [] if not g.get("model")}
     groups: dict[tuple[str, str], list] = defaultdict(list)
     for r in rows:
         groups[(r.hardware, "dense" if _dense(r.model) else "moe")].append(r)
     out = []
     for (hw, kind), rs in sorted(groups.items()):
+        cards = sorted({r.model for r in rs})
+        if len(cards) == 1 and (hw, kind, len(rs)) in kept:
+            out.append(kept[(hw, kind, len(rs))])
+            continue
         ttft, tpot = _predict(model, data, rs, params)
-        e1 = np.abs(ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
-        e2 = np.abs(tpot - np.array([r.tpot_ms for r in rs])) / np.array([r.tpot_ms for r in rs]) * 100
-        s1 = (ttft - np.array([r.ttft_ms for r in rs])) / np.array([r.ttft_ms for r in rs]) * 100
-        s2 = (tpot - np.array([r.tpot_ms for r in rs])) / np.array([r.tpot_ms for r in rs]) * 100
-        fitted = kind == "dense" and all(r.raw.get("source_system") == FIT_SYSTEM for r in rs)
-        out.append(dict(
-            hardware=hw, models=kind, fitted=fitted, rows=len(rs),
-            ttft_median_abs_pct=round(float(np.median(e1)), 2),
-            ttft_p90_abs_pct=round(float(np.percentile(e1, 90)), 2),
-            ttft_bias_pct=round(float(np.mean(s1)), 2),
-            tpot_median_abs_pct=round(float(np.median(e2)), 2),
-            tpot_p90_abs_pct=round(float(np.percentile(e2, 90)), 2),
-            tpot_bias_pct=round(float(np.mean(s2)), 2),
-        ))
+        out.append(_group(hw, kind, None, rs, ttft, tpot))
+        for card in cards if len(cards) > 1 else []:
+            idx = [k for k, r in enumerate(rs) if r.model == card]
+            out.append(_group(hw, kind, card, [rs[k] for k in idx], ttft[idx], tpot[idx]))
     return out
 
 
-def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None = None) -> None:
+def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None = None,
+                 validation_only: bool | str = False) -> None:
     """Recompute the `validation` block of the shipped calibrations (no fitting), and the fit
-    error (and, with the replay, the held-out error) with the predictor `model`."""
+    error (and, with the replay, the held-out error) with the predictor `model`
+    (`validation_only`: the validation block alone)."""
     for engine in engines:
         path = out_dir / f"{engine}.yaml"
         cal = load_calibration(engine)
@@ -107,7 +127,12 @@ def _errors_only(rows, data: Path, out_dir: Path, engines, model_arg: str | None
         header = "".join(ln for ln in text.splitlines(keepends=True) if ln.startswith("#"))
         doc = yaml.safe_load(text)
         model = model_arg or cal.predictor
-        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data, model)
+        keep = doc.get("validation") if validation_only == "split" else None
+        doc["validation"] = _validation([r for r in rows if r.engine == engine], cal.params, data, model, keep)
+        if validation_only:
+            path.write_text(header + yaml.safe_dump(doc, sort_keys=False, width=100))
+            print(f"{engine}: validation block rewritten ({len(doc['validation'])} groups)", flush=True)
+            continue
         fit_rows = _fit_rows(rows, engine)
         doc["predictor"] = model
         doc["fit_error"] = _errors(fit_rows, *_predict(model, data, fit_rows, cal.params))
@@ -188,6 +213,11 @@ def main() -> None:
     ap.add_argument("--errors-only", action="store_true",
                     help="keep the fitted parameters; only recompute the fit error and the "
                          "validation block")
+    ap.add_argument("--validation-only", action="store_true",
+                    help="with --errors-only: recompute the validation block alone")
+    ap.add_argument("--split-only", action="store_true",
+                    help="with --errors-only: the validation block alone, keeping the file's groups "
+                         "of one model card (only groups of several cards are predicted again)")
     a = ap.parse_args()
     text = a.data.read_text()
     sha = hashlib.sha256(text.encode()).hexdigest()
@@ -195,7 +225,8 @@ def main() -> None:
     out_dir = ROOT / "hardware" / "calibration"
     out_dir.mkdir(parents=True, exist_ok=True)
     if a.errors_only:
-        _errors_only(rows, a.data, out_dir, a.engines, a.model)
+        _errors_only(rows, a.data, out_dir, a.engines, a.model,
+                     "split" if a.split_only else a.validation_only)
         return
     if (a.model or "replay") == "replay":
         for engine in a.engines:

@@ -94,7 +94,7 @@ def _band(doc: PlanResult, pp: PlanPool) -> tuple[float, float, str]:
             return b.band_ttft_pct, b.band_tpot_pct, b.band_source
     engine = doc.assumptions.engine if doc.assumptions else None
     moe = ModelArch.from_card(shipped.model_card(pp.service.model)).moe_layers > 0
-    e = error_band(engine, pp.pool.hardware, moe)
+    e = error_band(engine, pp.pool.hardware, moe, pp.service.model)
     why = "the plan's decision record has no band for this pool" if doc.decision else "the plan carries no decision record"
     return e.ttft_pct, e.tpot_pct, f"{e.source} ({why})"
 

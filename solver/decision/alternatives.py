@@ -188,7 +188,8 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
     name = rp.hardware_names[j]
     engine = rp.problem.software.engine
     band = max(max(b.ttft_pct, b.tpot_pct)
-               for b in (error_band(engine, name, a.moe_layers > 0) for a in rp.archs)) / 100.0
+               for b in (error_band(engine, name, a.moe_layers > 0, m.name)
+                         for a, m in zip(rp.archs, rp.models))) / 100.0
     margin = max(rp.problem.constraints.safety_margin, band)
     try:
         narrowed = resolve(_narrowed(rp.problem, name, j, margin), rp.doc)

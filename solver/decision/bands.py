@@ -2,20 +2,29 @@
 
 Every engine calibration (`hardware/calibration/<engine>.yaml`) records the prediction error of
 the performance model, with the fitted parameters, per hardware card and model kind (dense or
-mixture-of-experts) on aiconfigurator-core's measured closed-loop benchmarks. A pool's band is
-the median absolute error of the group it belongs to (half the validated points fall within
-it); where no measured point exists for that card and kind, it borrows, in order:
+mixture-of-experts) on aiconfigurator-core's measured closed-loop benchmarks, and per model card
+within a (card, kind) group that holds several. A pool's band is the median absolute error
+(half the validated points fall within it) of the narrowest group it belongs to that has at
+least MIN_GROUP_ROWS rows, in order:
 
-1. the other model kind on the same card;
-2. the largest median error of any group of that calibration (a card nobody measured is
-   assumed to be as badly predicted as the worst measured one).
+1. its model card's rows on that hardware card (the group `model`), e.g. Llama-3.1-70B on
+   h100-sxm with vLLM rather than every dense model there;
+2. every model of its kind (dense or MoE) on that card;
+3. the other model kind on the same card;
+4. the largest median error of any (card, kind) group of that calibration with enough rows (a
+   card nobody measured is assumed to be as badly predicted as the worst measured one).
+
+The source names the group used, its signed bias, and why a narrower one was not.
 
 An engine without a calibration borrows the default engine's (vLLM) bands by the same rules.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+
+MIN_GROUP_ROWS = 8  # a validation group with fewer measured rows is too small to state a median
 
 from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
 from solver.problem.load import ResolvedProblem
@@ -33,11 +42,36 @@ class ErrorBand:
 
 def _describe(engine: str, g: ValidationGroup, note: str = "") -> str:
     kind = "fitted" if g.fitted else "held out"
-    text = f"{engine} calibration: {g.rows} measured {g.models} rows on {g.hardware} ({kind})"
+    rows = f"{g.model} rows" if g.model else f"{g.models} rows"
+    text = (f"{engine} calibration: {g.rows} measured {rows} on {g.hardware} ({kind}; bias TTFT "
+            f"{g.ttft_bias_pct:+.0f}%, TPOT {g.tpot_bias_pct:+.0f}%)")
     return f"{text}; {note}" if note else text
 
 
-def error_band(engine: str | None, hardware: str, moe: bool) -> ErrorBand:
+def _pick(groups: list[ValidationGroup], hardware: str, kind: str,
+          model: str | None) -> tuple[ValidationGroup, str]:
+    """The narrowest group with enough rows for (hardware, kind, model), and a note on why a
+    narrower one was not used ('' when the first choice was)."""
+    enough = [g for g in groups if g.rows >= MIN_GROUP_ROWS]
+    own = [g for g in groups if g.hardware == hardware and g.models == kind and g.model == model and model]
+    mine = [g for g in enough if g.hardware == hardware and g.models == kind and g.model is None]
+    note = ""
+    if own and own[0].rows >= MIN_GROUP_ROWS:
+        return own[0], ""
+    if own:
+        note = f"{own[0].rows} {model} rows on {hardware}, under {MIN_GROUP_ROWS}: every {kind} model's used"
+    if mine:
+        return mine[0], note
+    other = [g for g in enough if g.hardware == hardware and g.model is None]
+    if other:
+        return other[0], f"no {kind} rows on {hardware} (at least {MIN_GROUP_ROWS}), its {other[0].models} rows used"
+    kinds = [g for g in enough if g.model is None] or [g for g in groups if g.model is None]
+    worst = max(kinds, key=lambda v: max(v.ttft_median_abs_pct, v.tpot_median_abs_pct))
+    return worst, f"no measured rows on {hardware}: the worst measured group is assumed"
+
+
+def error_band(engine: str | None, hardware: str, moe: bool, model: str | None = None) -> ErrorBand:
+    """The band of a pool of `model` (a model card's name; None: any model of its kind)."""
     name = engine or DEFAULT_ENGINE
     cal = load_calibration(name)
     prefix = ""
@@ -47,16 +81,7 @@ def error_band(engine: str | None, hardware: str, moe: bool) -> ErrorBand:
         name = DEFAULT_ENGINE
     if cal is None or not cal.validation:
         raise FileNotFoundError(f"the {DEFAULT_ENGINE} calibration (hardware/calibration/) is missing")
-    kind = "moe" if moe else "dense"
-    same_card = [g for g in cal.validation if g.hardware == hardware]
-    exact = [g for g in same_card if g.models == kind]
-    if exact:
-        g, note = exact[0], ""
-    elif same_card:
-        g, note = same_card[0], f"no {kind} rows on {hardware}, its {same_card[0].models} rows used"
-    else:
-        g = max(cal.validation, key=lambda v: max(v.ttft_median_abs_pct, v.tpot_median_abs_pct))
-        note = f"no measured rows on {hardware}: the worst measured group is assumed"
+    g, note = _pick(cal.validation, hardware, "moe" if moe else "dense", model)
     return ErrorBand(g.ttft_median_abs_pct, g.tpot_median_abs_pct, prefix + _describe(name, g, note))
 
 
@@ -90,7 +115,7 @@ def plan_uncertainty(rp: ResolvedProblem, doc: PlanResult) -> Uncertainty:
         slo = rp.problem.services[si].slo
         moe = rp.archs[si].moe_layers > 0
         for pool in svc.pools:
-            band = error_band(engine, pool.hardware, moe)
+            band = error_band(engine, pool.hardware, moe, rp.models[si].name)
             checks = _checks(pool, slo, band)
             pools.append(PoolBand(
                 service=svc.name, role=pool.role, hardware=pool.hardware,
@@ -104,4 +129,24 @@ def plan_uncertainty(rp: ResolvedProblem, doc: PlanResult) -> Uncertainty:
                         f"{c.predicted_ms:.0f} meets {c.bound_ms:g} only at the central estimate "
                         f"(upper edge {c.upper_edge_ms:.0f})"
                     )
-    return Uncertainty(pools=pools, central_only=central)
+    return Uncertainty(pools=pools, central_only=central,
+                       margin_below_band=margin_warning(rp.problem.constraints.safety_margin, pools))
+
+
+def margin_warning(margin: float, pools: list[PoolBand]) -> str | None:
+    """A sentence when `margin` is below the widest band of a bounded latency of the plan."""
+    widest: tuple[float, str] | None = None
+    for b in pools:
+        for c in b.checks:
+            pct = b.band_ttft_pct if c.metric.startswith("ttft") else b.band_tpot_pct
+            metric = "TTFT" if c.metric.startswith("ttft") else "TPOT"
+            if widest is None or pct > widest[0]:
+                widest = (pct, f"{metric} +-{pct:g}% of service '{b.service}' {b.role} on {b.hardware}")
+    if widest is None or margin * 100.0 >= widest[0]:
+        return None
+    held = all(c.holds_at_upper_edge for b in pools for c in b.checks)
+    return (f"the safety margin ({margin * 100:g}%) is below the widest error band of the plan's pools "
+            f"({widest[1]}): pools are sized to the bounds at the central estimate, not at the band's "
+            f"edge{' (this plan still meets every bound at the edge)' if held else ''}; "
+            f"constraints.safety_margin: {math.ceil(round(widest[0], 6)) / 100:.2f} would plan for the "
+            f"edge (the fallback below is planned so)")

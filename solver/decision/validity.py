@@ -50,21 +50,22 @@ MAX_SECONDS = 15.0  # the safety net: wall time for all intervals (plan --record
 __all__ = ["MAX_SECONDS", "MAX_SOLVES", "PROBE_WORK", "REL_TOL", "remeasure", "validity"]
 
 
-def _edge(ask, steps) -> tuple[float, float | None, bool]:
+def _edge(ask, steps) -> tuple[float, float | None, bool, bool]:
     """(furthest factor where the plan holds, the nearest factor found where it does not or
-    None, the end is a search limit). `ask(f)`: True/False, None when the budget is spent."""
+    None, the end is a search limit, no probe on this side was answered). `ask(f)`:
+    True/False, None when the budget is spent."""
     good, bad = 1.0, None
-    for f in steps:
+    for i, f in enumerate(steps):
         ok = ask(f)
         if ok is None:
-            return good, None, True
+            return good, None, True, i == 0
         if ok:
             good = f
             continue
         bad = f
         break
     if bad is None:
-        return good, None, True
+        return good, None, True, False
     lo, hi = good, bad
     while abs(hi - lo) > REL_TOL * min(lo, hi):
         mid = (lo * hi) ** 0.5
@@ -75,14 +76,14 @@ def _edge(ask, steps) -> tuple[float, float | None, bool]:
             lo = mid
         else:
             hi = mid
-    return lo, hi, False
+    return lo, hi, False, False
 
 
 def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> Interval:
     """One interval: step out and bisect on each side, then plan the structure beyond each end."""
     used = pr.budget.used
-    up, above, up_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_UP)
-    down, below, down_limit = _edge(lambda f: pr.holds(variant(f)), STEPS_DOWN)
+    up, above, up_limit, up_none = _edge(lambda f: pr.holds(variant(f)), STEPS_UP)
+    down, below, down_limit, down_none = _edge(lambda f: pr.holds(variant(f)), STEPS_DOWN)
     probes = pr.budget.used - used
     above_doc = pr.best_plan(variant(above)) if above is not None else None
     below_doc = pr.best_plan(variant(below)) if below is not None else None
@@ -92,7 +93,7 @@ def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> 
         low_is_search_limit=down_limit, high_is_search_limit=up_limit,
         below=pools_summary(below_doc) if below_doc is not None else None,
         above=pools_summary(above_doc) if above_doc is not None else None,
-        probes=probes, partial=pr.budget.cut,
+        probes=probes, partial=pr.budget.cut, low_not_computed=down_none, high_not_computed=up_none,
     )
 
 
@@ -228,4 +229,6 @@ def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: So
                  and (s.workload.prefix_cache.shared_prefix_tokens is not None or s.workload.prefix_cache.hit_rate)] or None
     return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
                     solves=2 * (budget.used + own.used) + pr.plans + rebuilt.plans,
-                    cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates)
+                    cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates,
+                    traffic_headroom_multiple=winner.traffic_headroom_multiple,
+                    traffic_headroom_service=winner.traffic_headroom_service)

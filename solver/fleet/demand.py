@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from solver.fleet import integerize as ints
 from solver.fleet.cuts import disaggregated_cuts
 from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
@@ -26,7 +25,7 @@ def post_demand(fm: FleetModel) -> None:
     for s, spec in enumerate(inst.services):
         key = f"demand:{spec.name}"
         label = (
-            f"demand of service '{spec.name}' ({spec.demand / ints.QPS_SCALE:g} QPS)"
+            f"demand of service '{spec.name}' ({spec.demand / spec.qps_scale:g} QPS)"
             if fm.v.scale is None
             else f"a positive share of the traffic mix for service '{spec.name}'"
         )

@@ -24,13 +24,14 @@ from solver.schema.roles import COLOCATED, DECODE, PREFILL
 @dataclass(frozen=True)
 class ServiceSpec:
     name: str
-    demand: int  # milli-QPS (min_cost: to serve; max_throughput: the mix weight)
+    demand: int  # 1/qps_scale QPS (min_cost: to serve; max_throughput: the mix weight)
     colocated: bool  # may use colocated capacity (and has candidates)
     disaggregated: bool  # may use prefill+decode pools (and has candidates for both)
     ratio_lo: int | None  # prefill/decode device ratio numerator over RATIO_DEN
     ratio_hi: int | None
     max_configs: int | None  # per role
     sites: tuple[int, ...] | None = None  # the sites the service may use; None: every site
+    qps_scale: int = ints.QPS_SCALE  # units per QPS of this service's demand and capacities
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class FleetInstance:
     role: np.ndarray
     hw: np.ndarray
     devices: np.ndarray
-    cap: np.ndarray  # milli-QPS per instance (floored)
+    cap: np.ndarray  # per instance, in its service's 1/qps_scale QPS (floored)
     cost: np.ndarray  # 1e-4 USD/h per instance (ceiled)
     power: np.ndarray  # W per instance (ceiled)
     ub: np.ndarray  # instance count upper bounds (supply, budget, power; demand for min_cost)
@@ -168,16 +169,18 @@ def _service_specs(rp: ResolvedProblem, cs: CandidateSet) -> list[ServiceSpec]:
     for si, s in enumerate(rp.problem.services):
         roles = cs.roles[si]
         has = {r: t.rows(si, r).size > 0 for r in (COLOCATED, PREFILL, DECODE)}
+        scale = ints.qps_scale(t.capacity_qps[t.service == si], s.workload.qps)
         services.append(
             ServiceSpec(
                 name=s.name,
-                demand=ints.demand(s.workload.qps),
+                demand=ints.demand(s.workload.qps, scale),
                 colocated=COLOCATED in roles and has[COLOCATED],
                 disaggregated=PREFILL in roles and has[PREFILL] and has[DECODE],
                 ratio_lo=ints.ratio_lo(ratio.min) if ratio.min is not None else None,
                 ratio_hi=ints.ratio_hi(ratio.max) if ratio.max is not None else None,
                 max_configs=rp.problem.search.max_distinct_configs,
                 sites=None if s.sites is None else tuple(names.index(x) for x in s.sites),
+                qps_scale=scale,
             )
         )
     return services
@@ -199,9 +202,9 @@ def build_instance(rp: ResolvedProblem, cs: CandidateSet, heterogeneous: bool | 
     row, site = _placements(rp, cs)
     devices = t.devices.astype(np.int64)[row]
     cost = _column_costs(rp, cs, row, site)
-    cap = ints.capacity(t.capacity_qps)
-    power = ints.power(t.power_w)[row]
     services = _service_specs(rp, cs)
+    cap = ints.capacity(t.capacity_qps, [services[int(s)].qps_scale for s in t.service])
+    power = ints.power(t.power_w)[row]
     demand_ub = _demand_bounds(t, cap, services, p.constraints.prefill_decode_ratio)[row]
     if p.objective == "min_cost":
         demand_ub = demand_ub + _lose_instances(rp)  # losing k can need k more instances of one row

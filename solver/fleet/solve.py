@@ -202,10 +202,11 @@ def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolu
             overall = SolveStatus.of_stage(status)
         _warm_start_and_freeze(fm, stage, hint_vars, solver, value)
         got = _read_values(fm, solver)
-    col, dis = got.site_col.sum(axis=1), got.site_dis.sum(axis=1)
+    per = np.array([[s.qps_scale] for s in inst.services], dtype=float).reshape(-1, 1)
+    site_col, site_dis = got.site_col / per, got.site_dis / per
     return FleetSolution(
-        status=overall, counts=got.counts, colocated_share=col / ints.QPS_SCALE,
-        disaggregated_share=dis / ints.QPS_SCALE, scale=got.scale, gap=gap,
+        status=overall, counts=got.counts, colocated_share=site_col.sum(axis=1),
+        disaggregated_share=site_dis.sum(axis=1), scale=got.scale, gap=gap,
         wall_s=time.perf_counter() - t0, stages=done,
-        site_colocated=got.site_col / ints.QPS_SCALE, site_disaggregated=got.site_dis / ints.QPS_SCALE,
+        site_colocated=site_col, site_disaggregated=site_dis,
     )

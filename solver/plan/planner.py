@@ -17,7 +17,7 @@ from solver.fleet.solve import FleetSolution, SolveOptions, solve
 from solver.plan.assumptions import assumptions, families_considered, families_drawn
 from solver.plan.homogeneous import homogeneous
 from solver.plan.pools import cost_components
-from solver.plan.services import service_result, sites_summary
+from solver.plan.services import service_result, sites_summary, traffic_headroom
 from solver.plan.transition import transition_report
 from solver.problem.load import ResolvedProblem, load_problem
 from solver.schema.result import Objective, PlanResult, PruneCounts, SolverInfo, StageInfo
@@ -81,6 +81,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
     )
     hetero = (homogeneous(rp, cs, opts, sol.status, cost, sol.scale)
               if compare and any(s.kv_routes for s in services) else None)
+    headroom, binding = traffic_headroom(rp, services)
     doc = PlanResult(
         problem=rp.name, status=sol.status, objective=objective, cost_per_hour=cost,
         total_devices=sum(by_type.values()),
@@ -93,6 +94,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
         sites=sites_summary(rp, services),
         heterogeneity=hetero,
         cost_components=cost_components(services),
+        traffic_headroom_multiple=headroom, traffic_headroom_service=binding,
     )
     if rp.problem.transition is not None:
         doc = doc.model_copy(update={"transition": transition_report(rp, rp.problem.transition, doc)})

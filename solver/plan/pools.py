@@ -6,19 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from solver.candidates.table import CandidateSet
-from solver.fleet import integerize as ints
 from solver.fleet import routes
 from solver.fleet.instance import FleetInstance
 from solver.fleet.solve import FleetSolution
 from solver.problem.load import ResolvedProblem
 from solver.problem.tco import COMPONENTS
 from solver.schema.cards import PRECISIONS
-from solver.schema.pool import CostComponents
+from solver.schema.pool import LATENCY_DECIMALS, MEMORY_DECIMALS, CostComponents
 from solver.schema.result import KvRoute, Pool, Predicted
 from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 
 
-def rounded(x: float | None, nd: int = 4) -> float | None:
+def rounded(x: float | None, nd: int = LATENCY_DECIMALS) -> float | None:
     """x rounded to nd decimals; None when missing or not finite."""
     if x is None or not np.isfinite(x):
         return None
@@ -78,7 +77,7 @@ def pools_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: Fl
             cost_per_hour=round(n * unit_cost(rp, cs, inst, int(c)), 6),
             predicted=Predicted(
                 ttft_ms=rounded(t.ttft_p50_ms[r]), tpot_ms=rounded(t.tpot_p50_ms[r]),
-                memory_gib_per_device=round(float(t.memory_gib[r]), 3),
+                memory_gib_per_device=round(float(t.memory_gib[r]), MEMORY_DECIMALS),
                 ttft_p99_ms=rounded(t.ttft_p99_ms[r]), tpot_p99_ms=rounded(t.tpot_p99_ms[r]),
             ),
             precision=_precision(t.wprec[r], svc.precisions[0]),
@@ -123,7 +122,8 @@ def kv_routes_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol
     out: list[KvRoute] = []
     cross = False
     for k in range(inst.n_sites):
-        amount = int(round(float(sol.site_disaggregated[si, k]) * ints.QPS_SCALE))
+        scale = inst.services[si].qps_scale
+        amount = int(round(float(sol.site_disaggregated[si, k]) * scale))
         if amount <= 0:
             continue
         groups, decode = route_groups(inst, sol, si, k, inst.cap)
@@ -137,7 +137,7 @@ def kv_routes_of(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol
             out.append(KvRoute(
                 site=rp.site_names[k] if rp.site_names else None,
                 prefill_hardware=rp.hardware_names[p], decode_hardware=rp.hardware_names[d],
-                qps=round(units / ints.QPS_SCALE, 6),
+                qps=round(units / scale, 6),
                 link_gb_s=round(float(bw) / 1e9, 6), link_latency_us=round(float(lat) * 1e6, 6),
             ))
     return out if cross else []

@@ -3,6 +3,7 @@ and what is left after each failure the problem asks to survive."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import numpy as np
@@ -112,3 +113,18 @@ def sites_summary(rp: ResolvedProblem, services: list[ServiceResult]) -> list[Si
             cost_per_hour=round(cost, 6), power_kw=round(power, 6), power_cap_kw=rp.site_power_kw[k],
         ))
     return out
+
+
+def traffic_headroom(rp: ResolvedProblem, services: list[ServiceResult]) -> tuple[float | None, str | None]:
+    """(the largest multiple of every service's demand the fleet serves with its pools fixed,
+    the service that sets it): the least capacity / the problem's qps, rounded down to 4
+    decimals (the safe direction). (None, None) without services."""
+    qps = {s.name: s.workload.qps for s in rp.problem.services}
+    best: tuple[float, str] | None = None
+    for s in services:
+        x = s.capacity_qps / qps[s.name]
+        if best is None or x < best[0]:
+            best = (x, s.name)
+    if best is None:
+        return None, None
+    return math.floor(round(best[0] * 1e4, 6)) / 1e4, best[1]

@@ -19,13 +19,25 @@ def _money(x: float | None) -> str:
 def _interval(i: Interval) -> str:
     fmt = ((lambda v: f"x{v:.3g}") if i.unit == "x" else (lambda v: f"{v:.3g}") if i.unit in ("acceptance", "hit rate")
            else (lambda v: f"${v:,.2f}"))
-    if i.probes == 0:
-        why = "the search was cut short before it" if i.partial else "the search's solve budget ran out before it"
+    why = ("--record-seconds cut the search short before it" if i.partial
+           else "the search's solve budget ran out before it")
+    if i.probes == 0 or (i.low_not_computed and i.high_not_computed):
         return f"{i.quantity}: not computed ({why}; now {fmt(i.current)})"
-    lo = fmt(i.low) + (" (searched no lower)" if i.low_is_search_limit else "")
-    hi = fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else "")
+    lo = ("not computed below" if i.low_not_computed
+          else fmt(i.low) + (" (searched no lower)" if i.low_is_search_limit else ""))
+    hi = ("not computed above" if i.high_not_computed
+          else fmt(i.high) + (" (searched no higher)" if i.high_is_search_limit else ""))
+    side = "; the side not computed: " + why if i.low_not_computed or i.high_not_computed else ""
     partial = " (partial: cut short by --record-seconds)" if i.partial else ""
-    return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)}){partial}"
+    return f"{i.quantity}: {lo} to {hi} (now {fmt(i.current)}{side}){partial}"
+
+
+def headroom_line(multiple: float | None, service: str | None) -> str | None:
+    """The plan's traffic headroom in words (None without a plan)."""
+    if multiple is None:
+        return None
+    return (f"traffic headroom: the fleet as planned (pools and instance counts fixed) serves up to "
+            f"x{multiple:g} of every service's demand (set by '{service}'); beyond that it must grow")
 
 
 def fallback_pools(f: Fallback) -> str:
@@ -35,7 +47,7 @@ def fallback_pools(f: Fallback) -> str:
 
 
 def uncertainty_lines(r: DecisionRecord) -> list[str]:
-    out = []
+    out = [f"WARNING: {r.uncertainty.margin_below_band}"] if r.uncertainty.margin_below_band else []
     for b in r.uncertainty.pools:
         checks = ", ".join(
             f"{METRIC[c.metric]} {c.predicted_ms:.0f}->{c.upper_edge_ms:.0f}/{c.bound_ms:g} ms"

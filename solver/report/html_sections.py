@@ -102,6 +102,8 @@ def latency_section(doc: PlanResult) -> str:
                        f"TPOT +-{b.band_tpot_pct:g}% ({b.band_source})"
                        for b in doc.decision.uncertainty.pools))
         out.append(para(uncertainty_lines(doc.decision)[-1], "note"))
+        if doc.decision.uncertainty.margin_below_band:
+            out.append(para("Warning: " + doc.decision.uncertainty.margin_below_band, "warn"))
     else:
         out.append(para("No error band: the plan carries no decision record (plan --no-record).", "note"))
     return "\n".join(out)
@@ -255,10 +257,11 @@ def _interval_value(i: Interval, v: float, at_limit: bool) -> str:
 
 def _interval_row(i: Interval) -> list:
     name = i.quantity + (" (partial)" if i.partial else "")
-    if i.probes == 0:
+    if i.probes == 0 or (i.low_not_computed and i.high_not_computed):
         return [name, "not computed", _interval_value(i, i.current, False), "not computed", None, None]
-    return [name, _interval_value(i, i.low, i.low_is_search_limit), _interval_value(i, i.current, False),
-            _interval_value(i, i.high, i.high_is_search_limit), i.below, i.above]
+    low = "not computed" if i.low_not_computed else _interval_value(i, i.low, i.low_is_search_limit)
+    high = "not computed" if i.high_not_computed else _interval_value(i, i.high, i.high_is_search_limit)
+    return [name, low, _interval_value(i, i.current, False), high, i.below, i.above]
 
 
 def validity_section(r: DecisionRecord) -> str:
@@ -277,6 +280,10 @@ def validity_section(r: DecisionRecord) -> str:
         if v.cut_short:
             out.append(para("The search was cut short by --record-seconds: the intervals marked "
                             "partial are incomplete.", "note"))
+    if v.traffic_headroom_multiple is not None:
+        out.append(para(f"Traffic headroom: the fleet as planned (pools and instance counts fixed) "
+                        f"serves up to x{v.traffic_headroom_multiple:g} of every service's demand "
+                        f"(set by '{v.traffic_headroom_service}').", "note"))
     out.append("<h3>Re-measure</h3>")
     if v.remeasure:
         out.append(table(["what", "by", "why"], [[m.what, m.by, m.why] for m in v.remeasure],

@@ -18,7 +18,7 @@ from solver.report.breakdown import (
     parallel_text,
     site_rows,
 )
-from solver.report.decision_views import decision_paragraph, record_lines
+from solver.report.decision_views import decision_paragraph, headroom_line, record_lines
 from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
@@ -189,8 +189,9 @@ def to_table(doc: PlanResult) -> str:
         out += ["", table(SITE_HEADERS, site_rows(doc), "lrlrrr")]
     fleet = _hetero_lines(doc) + _transition_lines(doc)
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
+    headroom = headroom_line(doc.traffic_headroom_multiple, doc.traffic_headroom_service)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
-            components_text(doc), *_assumption_lines(doc), _solver_line(doc)]
+            components_text(doc), *[headroom] * bool(headroom), *_assumption_lines(doc), _solver_line(doc)]
     if doc.decision is not None:
         for title, lines in record_lines(doc.decision):
             out += ["", f"{title}:", *[f"  - {x}" for x in lines]]
@@ -245,6 +246,8 @@ def to_markdown(doc: PlanResult) -> str:
             out += [f"- {x}" for x in extra] + [""] * bool(extra)
             out += [_md_table(headers, rows), ""]
         out += ["Latencies in ms: predicted / SLO bound (bound applies with the safety margin).", ""]
+        headroom = headroom_line(doc.traffic_headroom_multiple, doc.traffic_headroom_service)
+        out += [f"{headroom[0].upper()}{headroom[1:]}.", ""] if headroom else []
         if sites:
             out += ["## Sites", "", _md_table(SITE_HEADERS, site_rows(doc)), ""]
         if doc.heterogeneity is not None:

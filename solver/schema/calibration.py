@@ -24,10 +24,13 @@ class FitError(Strict):
 
 
 class ValidationGroup(Strict):
-    """Prediction error on one group of measured rows: one hardware card, dense or MoE models."""
+    """Prediction error on one group of measured rows: one hardware card, dense or MoE models,
+    and (`model` given) one model card's rows of that group."""
 
     hardware: str = Field(description="fleetplan hardware card name")
     models: Literal["dense", "moe"]
+    model: str | None = Field(None, description="a model card: only its rows of the (hardware, "
+                              "models) group; None: every model of the kind")
     fitted: bool = Field(description="these rows were fitted on (the rest are held out)")
     rows: int
     ttft_median_abs_pct: float

@@ -44,6 +44,10 @@ class Uncertainty(Strict):
     central_only: list[str] = Field(
         description="SLO bounds met at the central estimate but not at the band's upper edge"
     )
+    margin_below_band: str | None = Field(
+        None, description="set when the problem's safety margin is below the error band of a "
+        "pool's bounded latency (the default margin does not follow the band: "
+        "docs/decision-record.md); says by how much and which margin would cover the band")
 
 
 class Alternative(Strict):
@@ -95,6 +99,10 @@ class Interval(Strict):
                                              "0: not computed, the search's budget was spent")
     partial: bool = Field(False, description="the --record-seconds safety net stopped this "
                                              "interval's search before it finished")
+    low_not_computed: bool = Field(
+        False, description="no probe below the current value was answered (the solve budget or "
+        "the safety net ran out first): `low` is only the current value, nothing was searched")
+    high_not_computed: bool = Field(False, description="likewise above the current value")
 
 
 class Remeasure(Strict):
@@ -119,6 +127,11 @@ class Validity(Doc):
     hit_rates: list[Interval] | None = Field(
         None, description="per service with a prefix cache: the hit rate's interval (unit 'hit rate'; a shared "
         "prefix as its share of the mean prompt, varied by its length)")
+    traffic_headroom_multiple: float | None = Field(
+        None, description="the plan's traffic_headroom_multiple: the largest multiple of every "
+        "service's demand the fleet serves with its pools and instance counts fixed (the demand "
+        "interval is where re-planning would not pay; this is where the fleet stops serving)")
+    traffic_headroom_service: str | None = Field(None, description="the service that sets it")
 
 
 class Choice(Strict):

@@ -30,6 +30,15 @@ class Doc(Strict):
         return data
 
 
+LATENCY_DECIMALS = 4  # a plan document's predicted latencies (ms) are rounded to this many
+MEMORY_DECIMALS = 3  # and its memory per device (GiB) to this many (solver/plan/pools.py)
+
+
+def rounding_slack(decimals: int) -> float:
+    """The most a value rounded to `decimals` decimals lies above the value it stands for."""
+    return 0.5 * 10.0 ** -decimals
+
+
 class Predicted(Strict):
     ttft_ms: float | None = Field(description="p50 TTFT at the planned load")
     tpot_ms: float | None = Field(description="p50 TPOT at the planned load")

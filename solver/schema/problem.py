@@ -297,9 +297,17 @@ class RatioBound(Strict):
 
 
 class Constraints(Strict):
+    @field_validator("safety_margin", mode="before")
+    @classmethod
+    def _margin_is_a_fraction(cls, v: Any) -> Any:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 1:
+            raise ValueError(f"safety_margin {v:g} is above 1 (100%): it is a fraction, "
+                             f"write 0.05 for 5%")
+        return v
+
     prefill_decode_ratio: RatioBound = RatioBound()
     power_kw: float | None = Field(None, gt=0, le=1e7)
-    safety_margin: float = Field(0.05, ge=0, le=10)
+    safety_margin: float = Field(0.05, ge=0, le=1, description="a fraction: 0.05 is 5%")
     # schema/fleet.py
     heterogeneous_prefill_decode: bool = True
     survive: Survive | None = None

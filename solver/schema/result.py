@@ -273,7 +273,8 @@ class TransitionResult(Strict):
 
 
 class PlanResult(Doc):
-    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components"})
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components",
+                                 "traffic_headroom_multiple", "traffic_headroom_service"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -299,6 +300,12 @@ class PlanResult(Doc):
     transition: TransitionResult | None = None
     cost_components: CostComponents | None = Field(
         None, description="problems with `cost:` entries: the hourly cost by component")
+    traffic_headroom_multiple: float | None = Field(
+        None, description="the largest multiple of every service's demand (the problem's qps) that "
+        "the planned fleet serves as it stands, pools and instance counts fixed: the least "
+        "capacity_qps / qps over the services, rounded down to 4 decimals; absent without a plan")
+    traffic_headroom_service: str | None = Field(
+        None, description="the service whose capacity sets traffic_headroom_multiple")
 
 
 PlanResult.model_rebuild()

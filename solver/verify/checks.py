@@ -15,7 +15,13 @@ from typing import Callable
 from solver.errors import PlanVerificationError
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
-from solver.verify.rules.capacity import check_demand_served, check_kv_routes, check_ratio, check_survive
+from solver.verify.rules.capacity import (
+    check_demand_served,
+    check_headroom,
+    check_kv_routes,
+    check_ratio,
+    check_survive,
+)
 from solver.verify.rules.comparisons import check_heterogeneity, check_transition
 from solver.verify.rules.fleet import (
     check_budget,
@@ -47,6 +53,7 @@ CHECKS: tuple[Check, ...] = (
     check_kv_routes,
     check_survive,  # failure domains
     check_demand_served,
+    check_headroom,  # the stated traffic headroom
     check_ratio,  # P:D
     check_distinct_configs,
     check_supply,

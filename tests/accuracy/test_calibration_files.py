@@ -32,8 +32,10 @@ def rows():
 def test_only_h100_dense_rows_are_marked_fitted(engine):
     cal = load_calibration(engine)
     assert cal is not None and cal.engine == engine
-    fitted = [g for g in cal.validation if g.fitted]
+    fitted = [g for g in cal.validation if g.fitted and g.model is None]
     assert [(g.hardware, g.models) for g in fitted] == [("h100-sxm", "dense")]
+    # a model card's group is fitted exactly when its (card, kind) group is
+    assert all(g.hardware == "h100-sxm" and g.models == "dense" for g in cal.validation if g.fitted)
     (g,) = fitted
     assert g.rows == cal.fit_error.rows
     if cal.predictor == "closed-form":  # otherwise fit_error is the replay's, validation the closed form's
@@ -62,7 +64,7 @@ def test_fitted_group_matches_todays_predictions(engine, rows):
         ttft, tpot = predict_rows(str(DATA), mine, lambda _e: cal.params)
     mt = np.array([r.ttft_ms for r in mine])
     mp = np.array([r.tpot_ms for r in mine])
-    (g,) = [v for v in cal.validation if v.fitted]
+    (g,) = [v for v in cal.validation if v.fitted and v.model is None]
     assert len(mine) == g.rows
     assert float(np.median(np.abs(ttft - mt) / mt * 100)) == pytest.approx(g.ttft_median_abs_pct, abs=0.01)
     assert float(np.median(np.abs(tpot - mp) / mp * 100)) == pytest.approx(g.tpot_median_abs_pct, abs=0.01)
@@ -85,3 +87,21 @@ def test_h100_dense_replay_accuracy(rows):
     assert len(sub) == 58
     assert float(np.median(np.abs(ttft - mt) / mt)) <= 0.20
     assert float(np.median(np.abs(tpot - mp) / mp)) <= 0.07
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_model_groups_partition_their_card_and_kind_group(engine, rows):
+    """Each (card, kind) group that holds several model cards is split into one group per card
+    (from the same predictions), whose rows add up to it; a group of one card is not repeated."""
+    cal = load_calibration(engine)
+    kinds = {(g.hardware, g.models): g for g in cal.validation if g.model is None}
+    mine = [r for r in rows if r.engine == engine]
+    for (hw, kind), g in kinds.items():
+        cards = {r.model for r in mine if r.hardware == hw
+                 and (ModelArch.from_card(shipped.model_card(r.model)).moe_layers > 0) == (kind == "moe")}
+        split = [v for v in cal.validation if v.model is not None and (v.hardware, v.models) == (hw, kind)]
+        if len(cards) == 1:
+            assert split == []
+        else:
+            assert sorted(v.model for v in split) == sorted(cards)
+            assert sum(v.rows for v in split) == g.rows

@@ -40,7 +40,9 @@ def test_bands_and_checks_by_hand():
     rp, doc = decided()
     slo = rp.problem.services[0].slo
     for band, svc_pools in zip(doc.decision.uncertainty.pools, [p for s in doc.services for p in s.pools]):
-        want = error_band("vllm", svc_pools.hardware, moe=False)
+        # the model card's own rows on that hardware (llama-3.1-70b: 45 on h100-sxm, 60 on h200-sxm)
+        want = error_band("vllm", svc_pools.hardware, moe=False, model="llama-3.1-70b")
+        assert "llama-3.1-70b rows" in band.band_source
         assert (band.band_ttft_pct, band.band_tpot_pct) == (want.ttft_pct, want.tpot_pct)
         assert band.role == svc_pools.role and band.hardware == svc_pools.hardware
         for c in band.checks:
@@ -107,7 +109,7 @@ def test_fallback_is_homogeneous_and_meets_every_bound_at_the_band_edge():
     assert set(f.devices_by_type) == {f.hardware}
     roles = [p.role for p in f.pools]
     assert len(roles) == len(set(roles))  # one configuration per role
-    band = error_band("vllm", f.hardware, moe=False)
+    band = error_band("vllm", f.hardware, moe=False, model="llama-3.1-70b")
     assert f.safety_margin == pytest.approx(max(band.ttft_pct, band.tpot_pct) / 100, abs=1e-4)
     slo = rp.problem.services[0].slo
     edge = 1 + 1e-6  # the planner fills a prefill pool up to its bound; documents round to 4 decimals

@@ -16,6 +16,8 @@ from solver.decision.validity import MAX_SOLVES, REL_TOL, _edge, validity
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import load_problem
+from solver.report.decision_views import _interval
+from solver.schema.decision import Interval
 from tests.support.cli import ROOT
 
 OPTS = SolveOptions(time_limit_s=5.0)
@@ -41,20 +43,22 @@ def test_edge_steps_out_then_bisects_to_the_resolution():
         asked.append(f)
         return f < 1.37
 
-    lo, hi, limit = _edge(ask, (1.1, 1.25, 1.5, 2.0))
+    lo, hi, limit, none = _edge(ask, (1.1, 1.25, 1.5, 2.0))
     m1 = math.sqrt(1.25 * 1.5)  # 1.3693: holds
     m2 = math.sqrt(m1 * 1.5)  # 1.4332: fails
     m3 = math.sqrt(m1 * m2)  # 1.4009: fails
     m4 = math.sqrt(m1 * m3)  # 1.3850: fails, and 1.3850 - 1.3693 < 2% of 1.3693
     assert asked == [1.1, 1.25, 1.5, m1, m2, m3, m4]
-    assert (lo, hi, limit) == (m1, m4, False)
+    assert (lo, hi, limit, none) == (m1, m4, False, False)
     assert hi - lo <= REL_TOL * lo < m3 - lo
 
 
 def test_edge_that_never_changes_or_runs_out_is_a_search_limit():
-    assert _edge(lambda f: True, (1.1, 1.25)) == (1.25, None, True)
+    assert _edge(lambda f: True, (1.1, 1.25)) == (1.25, None, True, False)
     answers = iter([True, None])  # the budget runs out at the second step
-    assert _edge(lambda f: next(answers), (1.1, 1.25, 1.5)) == (1.1, None, True)
+    assert _edge(lambda f: next(answers), (1.1, 1.25, 1.5)) == (1.1, None, True, False)
+    # the budget runs out before the first step: nothing was searched on this side
+    assert _edge(lambda f: None, (1.1, 1.25)) == (1.0, None, True, True)
 
 
 def test_budget_counts_probes_and_the_deadline_marks_it_cut():
@@ -94,7 +98,12 @@ def test_safety_net_says_so_instead_of_changing_numbers():
     for i in [v.demand, *v.prices]:
         assert i.partial and i.low == i.high == i.current
         assert i.low_is_search_limit and i.high_is_search_limit and i.below is None and i.above is None
+        # nothing was answered on either side: not a zero-width interval ("x1 to x1")
+        assert i.low_not_computed and i.high_not_computed
+        assert "not computed (--record-seconds cut the search short" in _interval(i)
     assert v.demand.probes == 1 and [i.probes for i in v.prices] == [0, 0]
+    assert _interval(v.demand) == ("demand (multiple of every service's qps): not computed "
+                                   "(--record-seconds cut the search short before it; now x1)")
 
 
 def test_a_small_budget_leaves_later_intervals_not_computed():
@@ -103,3 +112,17 @@ def test_a_small_budget_leaves_later_intervals_not_computed():
     assert not v.cut_short and v.demand.probes == 2
     assert [i.probes for i in v.prices] == [0, 0]
     assert all(i.low == i.high == i.current for i in v.prices)
+
+
+def test_a_side_nobody_searched_says_not_computed_and_why():
+    # the record printed "$2.50 (searched no lower) to $2.50 (searched no higher)"
+    i = Interval(quantity="price of h100-sxm", unit="USD/device-hour", current=2.5, low=2.5, high=3.12,
+                 low_is_search_limit=True, high_is_search_limit=True, probes=3, low_not_computed=True)
+    assert _interval(i) == ("price of h100-sxm: not computed below to $3.12 (searched no higher) (now $2.50; "
+                            "the side not computed: the search's solve budget ran out before it)")
+    both = i.model_copy(update={"high": 2.5, "high_not_computed": True})
+    assert _interval(both) == ("price of h100-sxm: not computed (the search's solve budget ran out "
+                               "before it; now $2.50)")
+    searched = i.model_copy(update={"low_not_computed": False, "low": 2.0})
+    assert _interval(searched) == ("price of h100-sxm: $2.00 (searched no lower) to $3.12 (searched no "
+                                   "higher) (now $2.50)")

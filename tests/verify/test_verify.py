@@ -8,6 +8,7 @@ that `verify.verify` raises `PlanVerificationError` (exit code 3).
 
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
@@ -83,7 +84,12 @@ def recompute(doc: PlanResult) -> PlanResult:
             "cost_per_hour": sum(p.cost_per_hour for p in s.pools),
             "devices": sum(p.devices for p in s.pools),
         }))
+    scale = doc.throughput_scale if doc.objective is not None and doc.objective.kind == "max_throughput" else 1.0
+    if services:  # the least capacity / the problem's qps, rounded down to 4 decimals
+        least = min(s.capacity_qps / (s.demand_qps / scale) for s in services)
+        headroom = math.floor(round(least * 1e4, 6)) / 1e4
     update = {
+        "traffic_headroom_multiple": headroom if services else None,
         "services": services, "total_devices": sum(by_type.values()),
         "devices_by_type": {k: v for k, v in sorted(by_type.items()) if v},
         "cost_per_hour": cost, "power_kw": power,
@@ -397,3 +403,20 @@ def test_gap_power_kw(online):
 def test_gap_feasible_with_reasons(online):
     rp, doc = online
     assert violations(rp, doc.model_copy(update={"infeasible_because": ["no reason"]}))
+
+
+def test_traffic_headroom_is_stated_and_recounted(online):
+    # the online plan's 'chat' serves 200.485688 QPS of its 200: x1.00242844, stated rounded down
+    rp, doc = online
+    assert doc.services[0].capacity_qps == pytest.approx(200.485688)
+    assert (doc.traffic_headroom_multiple, doc.traffic_headroom_service) == (1.0024, "chat")
+    assert violations(rp, doc) == []
+    over = doc.model_copy(update={"traffic_headroom_multiple": 1.0025})  # above what the pools serve
+    assert violations(rp, over) == ["traffic_headroom_multiple 1.0025 != the pools' 1.002428 "
+                                    "(rounded down to 4 decimals)"]
+    under = doc.model_copy(update={"traffic_headroom_multiple": 1.0})
+    assert len(violations(rp, under)) == 1
+    from solver.report.plan_views import to_table
+
+    assert ("traffic headroom: the fleet as planned (pools and instance counts fixed) serves up to x1.0024 "
+            "of every service's demand (set by 'chat'); beyond that it must grow") in to_table(doc)

@@ -24,6 +24,19 @@ def check_demand_served(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[
     return out
 
 
+def check_headroom(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]:
+    """The stated traffic headroom is the recounted one: the least servable / qps over the
+    services, rounded down to 4 decimals (never above the recount, at most 1e-4 below)."""
+    h = doc.traffic_headroom_multiple
+    qps = {s.name: s.workload.qps for s in rp.problem.services}
+    if not t.services:
+        return [] if h is None else [f"traffic_headroom_multiple {h} stated for a plan without services"]
+    least = min(sf.served / qps[sf.result.name] for sf in t.services)
+    if h is None or not (le(h, least) and least - h <= 1e-4 * (1 + 1e-6) + 1e-9):
+        return [f"traffic_headroom_multiple {h} != the pools' {least:.6f} (rounded down to 4 decimals)"]
+    return []
+
+
 def _ratio_of(sf: ServiceFigures) -> list[str]:
     sr, dev = sf.result, sf.dev
     out = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from solver.problem.load import ResolvedProblem
+from solver.schema.pool import LATENCY_DECIMALS, MEMORY_DECIMALS, rounding_slack
 from solver.schema.problem import Service
 from solver.schema.result import PlanResult, Pool
 from solver.verify.tally import PoolFigures, Tally, le, where
@@ -80,14 +81,18 @@ def _latency_bounds(svc: Service, pool: Pool) -> list[tuple[str, float | None, f
 
 
 def check_slo(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]:
-    """Each pool's predicted latencies, inflated by the safety margin, meet its service's SLO."""
+    """Each pool's predicted latencies, inflated by the safety margin, meet its service's SLO.
+    The document rounds latencies to LATENCY_DECIMALS decimals (half a unit either way), so a
+    latency is checked at the least value that rounds to it: a pool the model sized to exactly
+    bound / (1 + margin) passes after rounding up, one above it by more than the rounding fails."""
     margin = rp.problem.constraints.safety_margin
+    slack = rounding_slack(LATENCY_DECIMALS)
     out: list[str] = []
     for f in t.pools:
         if not f.counted:
             continue
         for label, value, bound in _latency_bounds(f.spec, f.pool):
-            if bound is not None and (value is None or not le(value * (1 + margin), bound)):
+            if bound is not None and (value is None or not le((value - slack) * (1 + margin), bound)):
                 out.append(f"{where(f.result, f.pool)}: predicted {label} {value} ms x (1 + {margin}) "
                            f"exceeds {bound} ms")
     return out
@@ -99,7 +104,7 @@ def check_memory(rp: ResolvedProblem, doc: PlanResult, t: Tally) -> list[str]:
     out: list[str] = []
     for f in t.pools:
         gib = f.pool.predicted.memory_gib_per_device
-        if f.counted and not le(gib, usable[f.pool.hardware]):
+        if f.counted and not le(gib - rounding_slack(MEMORY_DECIMALS), usable[f.pool.hardware]):
             out.append(f"{where(f.result, f.pool)}: {gib:.2f} GiB per device exceeds usable "
                        f"{usable[f.pool.hardware]:.2f} GiB")
     return out
