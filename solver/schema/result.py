@@ -13,6 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
+from solver.schema.periods_result import PeriodsResult
 from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
 
@@ -270,7 +271,7 @@ class TransitionResult(Strict):
 
 
 class PlanResult(Doc):
-    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components"})
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components", "periods"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -296,6 +297,8 @@ class PlanResult(Doc):
     transition: TransitionResult | None = None
     cost_components: CostComponents | None = Field(
         None, description="problems with `cost:` entries: the hourly cost by component")
+    periods: PeriodsResult | None = Field(
+        None, description="demand over time: the fleet, cost and utilisation of every period")
 
 
 PlanResult.model_rebuild()
