@@ -12,6 +12,8 @@ from its own demand, so quiet periods have small domains.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -28,6 +30,8 @@ from solver.fleet.status import SolveStatus, found
 
 LinearExpr = cp_model.LinearExpr
 HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest: the model itself)
+PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
+PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
 
 
 @dataclass
@@ -73,28 +77,61 @@ def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(a >= b))
 
 
-def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> tuple[list, int]:
-    """Instance counts per period from each period planned alone (None where nothing was found),
-    highest demand first, one solve per distinct demand, while `budget_s` lasts."""
+def lowest_prices(pi: PeriodInstance) -> np.ndarray:
+    """Per column, its cost per hour with every device of a type with terms at the type's lower
+    price (committed or on demand): a period's cost at these prices, times its seconds, is a lower
+    bound on what it adds to the horizon's cost (usage <= committed + on demand, op >= cp)."""
+    cost = pi.base.cost.copy()
+    for h in range(len(pi.base.hw_names)):
+        if pi.termed[h]:
+            price = min(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None)
+            at = pi.base.hw == h
+            cost[at] = pi.base.devices[at] * price
+    return cost
+
+
+@dataclass
+class Hints:
+    counts: list  # [period]: instance counts, or None
+    floors: list  # [period]: a lower bound on the period's cost at the lowest prices, or None
+    solves: int
+
+
+def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hints:
+    """Each period planned alone at the lowest prices (`lowest_prices`), highest demand first,
+    one solve per distinct demand while `budget_s` lasts: its plan is a hint, its proven bound a
+    cut. A period left unsolved borrows the plan of the smallest solved demand covering its own."""
     t0 = time.perf_counter()
+    cost = lowest_prices(pi)
     demand = np.array([[s.demand for s in inst.services] for inst in pi.periods])
     order = sorted(range(pi.n_periods), key=lambda p: -int(demand[p].sum()))
-    solved: dict[tuple, np.ndarray] = {}
-    counts: list = [None] * pi.n_periods
+    solved: dict[tuple, tuple[np.ndarray, int]] = {}
+    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0)
     for p in order:
         key = tuple(demand[p])
         if key not in solved and (not solved or time.perf_counter() - t0 < budget_s):
             left = max(0.5, budget_s - (time.perf_counter() - t0))
-            sol = solve(pi.periods[p], opts.follow_up(max_stages=1, time_limit_s=left))
+            sol = solve(dataclasses.replace(pi.periods[p], cost=cost),
+                        opts.follow_up(max_stages=1, time_limit_s=left))
             if sol.status != SolveStatus.INFEASIBLE:
-                solved[key] = sol.counts
+                value = sol.stages[0].value * ints.COST_SCALE
+                solved[key] = (sol.counts, int(math.floor(value * (1 - sol.gap) + 1e-6)))
         if key in solved:
-            counts[p] = solved[key]
+            out.counts[p], out.floors[p] = solved[key]
             continue
         cover = [np.array(k) for k in solved if _dominates(np.array(k), demand[p])]
         if cover:  # the least demand that covers this period's
-            counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))]
-    return counts, len(solved)
+            out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
+    out.solves = len(solved)
+    return out
+
+
+def post_floors(pm: PeriodModel, floors: list) -> None:
+    """Each period's cost at the lowest prices is at least its bound planned alone."""
+    cost = lowest_prices(pm.pi)
+    for fm, floor in zip(pm.fms, floors):
+        if floor is not None:
+            pm.m.add(fm.row_sum(np.arange(len(pm.pi.base)), cost, "period cost floor") >= floor)
 
 
 def _best_commitment(pi: PeriodInstance, h: int, usage: np.ndarray) -> int:
@@ -152,6 +189,12 @@ def _run_stage(pm: PeriodModel, stage: ObjectiveStage, primary: bool, opts: Solv
     pm.m.minimize(stage.expr)
     left = opts.time_limit_s - (time.perf_counter() - t0)
     solver = make_solver(opts, left, opts.primary_work if primary else opts.tiebreak_work)
+    if primary and opts.workers <= PRIMARY_WORKERS:
+        # the committed levels couple every period: one sequential search did not prove the
+        # shipped daily-demand problem in 60 s (gap 4%), the core-based search beside the
+        # max-LP one proves it in about 12 s of CPU (benchmarks/multiperiod.md)
+        solver.parameters.num_workers = PRIMARY_WORKERS
+        solver.parameters.subsolvers.extend(PRIMARY_SUBSOLVERS)
     if primary and opts.relative_gap is not None:
         solver.parameters.relative_gap_limit = opts.relative_gap
     status = solver.solve(pm.m)
@@ -171,9 +214,10 @@ def _freeze(pm: PeriodModel, stage: ObjectiveStage, solver: cp_model.CpSolver, v
 def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
     """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of time)."""
     t0 = time.perf_counter()
-    counts, n_hint = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
+    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
     pm = PeriodModel(pi)
-    apply_hints(pm, counts)
+    apply_hints(pm, hints.counts)
+    post_floors(pm, hints.floors)
     done: list[Stage] = []
     gap, overall, got, cost = 0.0, SolveStatus.OPTIMAL, None, 0.0
     for k, stage in enumerate(stages(pm)[:opts.max_stages]):
@@ -190,4 +234,4 @@ def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> Pe
         _freeze(pm, stage, solver, value)
         got = _read(pm, solver)
     return PeriodSolution(status=overall, cost_usd=cost, gap=gap, wall_s=time.perf_counter() - t0,
-                          stages=done, hint_solves=n_hint, **got)  # type: ignore[arg-type]
+                          stages=done, hint_solves=hints.solves, **got)  # type: ignore[arg-type]

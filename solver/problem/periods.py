@@ -110,6 +110,8 @@ def cut(periods: Periods, t0: float, end: float) -> list[tuple[str, float, float
     if periods.named is not None:
         return [(p.name, t0 + p.start_h * 3600, t0 + p.end_h * 3600) for p in periods.named]
     step = round(periods.length_h * 3600)  # type: ignore[operator]
+    if periods.horizon_h is not None:
+        end = t0 + periods.horizon_h * 3600
     n = max(1, math.ceil(round((end - t0) / step, 6)))
     if n > MAX_PERIODS:
         raise InputError(f"periods.length_h: {n:,} periods, over the limit of {MAX_PERIODS:,}")

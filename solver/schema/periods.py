@@ -74,6 +74,8 @@ class Periods(Strict):
 
     length_h: float | None = Field(None, gt=0, le=MAX_HORIZON_H)
     named: list[NamedPeriod] | None = Field(None, min_length=1, max_length=MAX_PERIODS)
+    horizon_h: float | None = Field(None, gt=0, le=MAX_HORIZON_H,
+                                    description="with length_h: plan this many hours (default: the profiles' span)")
     start_cost_usd_per_device: float = Field(
         0.0, ge=0, le=MAX_START_USD, description="paid per device of each instance started between periods")
 
@@ -81,6 +83,8 @@ class Periods(Strict):
     def _check(self) -> Periods:
         if (self.length_h is None) == (self.named is None):
             raise ValueError("give length_h or named periods, not both")
+        if self.horizon_h is not None and self.named is not None:
+            raise FieldError("horizon_h applies to length_h periods", ("horizon_h",))
         if self.length_h is not None and round(self.length_h * 3600, 6) % 1:
             raise FieldError("length_h must be a whole number of seconds", ("length_h",))
         names = [p.name for p in self.named or []]
