@@ -15,6 +15,14 @@ from solver.report.breakdown import (
     parallel_text,
 )
 from solver.report.decision_views import decision_paragraph, record_lines
+from solver.report.periods_views import (
+    COMMITTED_HEADERS,
+    PERIOD_HEADERS,
+    committed_rows,
+    period_rows,
+    periods_markdown,
+    summary_line,
+)
 from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
@@ -196,6 +204,10 @@ def to_table(doc: PlanResult) -> str:
     if sites:
         out += ["", table(SITE_HEADERS, _site_rows(doc), "lrlrrr")]
     fleet = _hetero_lines(doc) + _transition_lines(doc)
+    if doc.periods is not None:
+        pr = doc.periods
+        fleet += [summary_line(pr), table(COMMITTED_HEADERS, committed_rows(pr))] * bool(pr.committed)
+        fleet += [table(PERIOD_HEADERS, period_rows(pr))]
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
             components_text(doc), *_assumption_lines(doc), _solver_line(doc)]
@@ -258,6 +270,8 @@ def to_markdown(doc: PlanResult) -> str:
             out += ["## Heterogeneous vs homogeneous", "", *[f"- {x}" for x in _hetero_lines(doc)], ""]
         if doc.transition is not None:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
+        if doc.periods is not None:
+            out += periods_markdown(doc.periods, _md_table)
         out += _md_cost(doc)
         out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
