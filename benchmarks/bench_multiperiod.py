@@ -82,7 +82,7 @@ def service(name: str, shift: int, hours: int) -> dict:
 def speed_problem(hours: int) -> dict:
     return {"name": f"bench-{hours}h", "objective": "min_cost",
             "services": [service(n, k, hours) for k, n in enumerate(SERVICES)], "hardware": HARDWARE,
-            "search": {"max_distinct_configs": 2}, "software": {"engine": "vllm"},
+            "software": {"engine": "vllm"},
             "constraints": {"prefill_decode_ratio": {"max": 5}},
             "periods": {"length_h": 1, "horizon_h": hours}}
 

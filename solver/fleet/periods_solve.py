@@ -30,6 +30,7 @@ from solver.fleet.status import SolveStatus, found
 
 LinearExpr = cp_model.LinearExpr
 HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest: the model itself)
+HINT_WORK = 1.0  # CP-SAT deterministic time per period planned alone (the hints need no proof)
 PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
 PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
 
@@ -77,17 +78,29 @@ def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
     return bool(np.all(a >= b))
 
 
-def lowest_prices(pi: PeriodInstance) -> np.ndarray:
+def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
     """Per column, its cost per hour with every device of a type with terms at the type's lower
-    price (committed or on demand): a period's cost at these prices, times its seconds, is a lower
-    bound on what it adds to the horizon's cost (usage <= committed + on demand, op >= cp)."""
+    price (committed or on demand; `pick=max`: the higher one): a period's cost at the lower
+    prices, times its seconds, is a lower bound on what it adds to the horizon's cost (usage <=
+    committed + on demand, op >= cp)."""
     cost = pi.base.cost.copy()
     for h in range(len(pi.base.hw_names)):
         if pi.termed[h]:
-            price = min(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None)
+            price = pick(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None)
             at = pi.base.hw == h
             cost[at] = pi.base.devices[at] * price
     return cost
+
+
+def alone(pi: PeriodInstance, p: int, cost: np.ndarray, opts: SolveOptions, limit: float):
+    """Period p planned alone at these column costs: (counts, a proven lower bound in 1e-4 USD/h),
+    or None when nothing was found."""
+    sol = solve(dataclasses.replace(pi.periods[p], cost=cost), opts.follow_up(max_stages=1, time_limit_s=limit,
+                                                                            primary_work=HINT_WORK))
+    if sol.status == SolveStatus.INFEASIBLE:
+        return None
+    value = sol.stages[0].value * ints.COST_SCALE
+    return sol.counts, int(math.floor(value * (1 - sol.gap) + 1e-6))
 
 
 @dataclass
@@ -95,6 +108,7 @@ class Hints:
     counts: list  # [period]: instance counts, or None
     floors: list  # [period]: a lower bound on the period's cost at the lowest prices, or None
     solves: int
+    high_floors: list = field(default_factory=list)  # [period]: the same at the higher prices
 
 
 def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hints:
@@ -102,22 +116,26 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     one solve per distinct demand while `budget_s` lasts: its plan is a hint, its proven bound a
     cut. A period left unsolved borrows the plan of the smallest solved demand covering its own."""
     t0 = time.perf_counter()
-    cost = lowest_prices(pi)
+    low, high = lowest_prices(pi), lowest_prices(pi, max)
+    two = bool(np.any(low != high))
     demand = np.array([[s.demand for s in inst.services] for inst in pi.periods])
     order = sorted(range(pi.n_periods), key=lambda p: -int(demand[p].sum()))
     solved: dict[tuple, tuple[np.ndarray, int]] = {}
-    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0)
+    high_floor: dict[tuple, int] = {}
+    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
     for p in order:
         key = tuple(demand[p])
         if key not in solved and (not solved or time.perf_counter() - t0 < budget_s):
             left = max(0.5, budget_s - (time.perf_counter() - t0))
-            sol = solve(dataclasses.replace(pi.periods[p], cost=cost),
-                        opts.follow_up(max_stages=1, time_limit_s=left))
-            if sol.status != SolveStatus.INFEASIBLE:
-                value = sol.stages[0].value * ints.COST_SCALE
-                solved[key] = (sol.counts, int(math.floor(value * (1 - sol.gap) + 1e-6)))
+            got = alone(pi, p, low, opts, left)
+            if got is not None:
+                solved[key] = got
+                hi = alone(pi, p, high, opts, left) if two else None
+                if hi is not None:
+                    high_floor[key] = hi[1]
         if key in solved:
             out.counts[p], out.floors[p] = solved[key]
+            out.high_floors[p] = high_floor.get(key)
             continue
         cover = [np.array(k) for k in solved if _dominates(np.array(k), demand[p])]
         if cover:  # the least demand that covers this period's
@@ -126,12 +144,26 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     return out
 
 
-def post_floors(pm: PeriodModel, floors: list) -> None:
-    """Each period's cost at the lowest prices is at least its bound planned alone."""
-    cost = lowest_prices(pm.pi)
-    for fm, floor in zip(pm.fms, floors):
-        if floor is not None:
-            pm.m.add(fm.row_sum(np.arange(len(pm.pi.base)), cost, "period cost floor") >= floor)
+def post_floors(pm: PeriodModel, hints: Hints) -> None:
+    """Each period's cost at the lower prices is at least its bound planned alone; and at the
+    higher prices: plain + sum_h op_h (committed_h + on_demand_ph) >= its bound planned alone at
+    them (its usage is within committed + on demand), which ties each period to the committed
+    levels: a low level leaves the busy periods paying on demand."""
+    pi = pm.pi
+    low = lowest_prices(pi)
+    every = np.arange(len(pi.base))
+    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
+    for p, fm in enumerate(pm.fms):
+        if hints.floors[p] is not None:
+            pm.m.add(fm.row_sum(every, low, "period cost floor") >= hints.floors[p])
+        high = hints.high_floors[p] if hints.high_floors else None
+        if high is None:
+            continue
+        terms = [fm.row_sum(every, pi.base.cost * plain, "period cost floor")]
+        for h, c in pm.commit.committed.items():
+            price = int(max(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None))
+            terms.append(price * (c + pm.commit.on_demand[p][h]))
+        pm.m.add(sum(terms) >= high)
 
 
 def _best_commitment(pi: PeriodInstance, h: int, usage: np.ndarray) -> int:
@@ -217,7 +249,7 @@ def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> Pe
     hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
     pm = PeriodModel(pi)
     apply_hints(pm, hints.counts)
-    post_floors(pm, hints.floors)
+    post_floors(pm, hints)
     done: list[Stage] = []
     gap, overall, got, cost = 0.0, SolveStatus.OPTIMAL, None, 0.0
     for k, stage in enumerate(stages(pm)[:opts.max_stages]):
