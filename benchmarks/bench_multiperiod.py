@@ -132,10 +132,10 @@ def main() -> None:
         if a.week:
             print("week", run(speed_problem(168), SolveOptions(time_limit_s=300, relative_gap=0.01)), flush=True)
         return
-    base = run(premium_problem(None, a.hours), SolveOptions(time_limit_s=120, relative_gap=0.001))
+    base = run(premium_problem(None, a.hours), SolveOptions(time_limit_s=90, relative_gap=0.005))
     print("peak-commit", base, flush=True)
-    for premium in (4.0, 3.0, 2.5, 2.0, 1.6, 1.3, 1.1):
-        r = run(premium_problem(premium, a.hours), SolveOptions(time_limit_s=120, relative_gap=0.001))
+    for premium in (3.0, 2.0, 1.5, 1.2):
+        r = run(premium_problem(premium, a.hours), SolveOptions(time_limit_s=90, relative_gap=0.005))
         print(f"premium {premium}", r, flush=True)
 
 

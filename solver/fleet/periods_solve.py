@@ -123,6 +123,14 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     solved: dict[tuple, tuple[np.ndarray, int]] = {}
     high_floor: dict[tuple, int] = {}
     out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
+    # first the envelope (every service at its highest period demand, the base columns): its
+    # plan covers every period, so each period has a hint even when the budget runs out
+    envelope = dataclasses.replace(pi.base, cost=low)
+    sol = solve(envelope, opts.follow_up(max_stages=1, time_limit_s=budget_s, primary_work=HINT_WORK))
+    if sol.status != SolveStatus.INFEASIBLE:
+        cover_key = tuple(s.demand for s in pi.base.services)
+        if cover_key not in {tuple(d) for d in demand}:
+            solved[cover_key] = (sol.counts, 0)  # a cover only: its bound is no period's own
     for p in order:
         key = tuple(demand[p])
         if key not in solved and (not solved or time.perf_counter() - t0 < budget_s):
@@ -262,7 +270,9 @@ def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> Pe
         done.append(Stage(stage.name, SolveStatus.of_stage(status), value / stage.unit))
         if k == 0:
             gap = abs(value - solver.best_objective_bound) / max(abs(value), 1e-9)
-            overall, cost = SolveStatus.of_stage(status), value / COST_UNIT
+            # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
+            proven = status == cp_model.OPTIMAL and gap <= 1e-9
+            overall, cost = SolveStatus.OPTIMAL if proven else SolveStatus.FEASIBLE, value / COST_UNIT
         _freeze(pm, stage, solver, value)
         got = _read(pm, solver)
     return PeriodSolution(status=overall, cost_usd=cost, gap=gap, wall_s=time.perf_counter() - t0,
