@@ -27,6 +27,7 @@ from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, PeriodModel
 from solver.fleet.solve import Stage, solve
 from solver.fleet.status import SolveStatus, found
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 LinearExpr = cp_model.LinearExpr
 HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest: the model itself)
@@ -189,6 +190,18 @@ def _best_commitment(pi: PeriodInstance, h: int, usage: np.ndarray) -> int:
     return levels[int(np.argmin(cost))]
 
 
+def _hint_shares(pm: PeriodModel, fm, c: np.ndarray) -> None:
+    """The colocated and disaggregated shares the counts c serve (colocated first), so that a
+    hint of every period is complete: CP-SAT then loads it as its first solution."""
+    inst = fm.inst
+    for s, spec in enumerate(inst.services):
+        cap = {r: int(np.sum(inst.cap[inst.rows(s, r)] * c[inst.rows(s, r)])) for r in (COLOCATED, PREFILL, DECODE)}
+        col = min(spec.demand, cap[COLOCATED]) if spec.colocated else 0
+        dis = min(spec.demand - col, cap[PREFILL], cap[DECODE]) if spec.disaggregated else 0
+        pm.m.add_hint(fm.v.col[s][0], col)
+        pm.m.add_hint(fm.v.dis[s][0], dis)
+
+
 def apply_hints(pm: PeriodModel, counts: list) -> None:
     """Hint every period's counts where known, and the commitment cheapest for their usage."""
     pi = pm.pi
@@ -198,8 +211,13 @@ def apply_hints(pm: PeriodModel, counts: list) -> None:
                 pm.m.add_hint(v, int(x))
             for v, x in zip(fm.v.used, c):
                 pm.m.add_hint(v, int(x > 0))
+            if fm.inst.n_sites == 1:
+                _hint_shares(pm, fm, c)
     if any(c is None for c in counts):
         return
+    for p, vs in enumerate(pm.started, start=1):
+        for v, now, before in zip(vs, counts[p], counts[p - 1]):
+            pm.m.add_hint(v, max(int(now) - int(before), 0))
     for h, var in pm.commit.committed.items():
         rows = pi.base.hw == h
         usage = np.array([int(np.sum(c[rows] * pi.base.devices[rows])) for c in counts])
