@@ -40,6 +40,14 @@ class DemandProfile(Strict):
     points: list[ProfilePoint] | None = Field(None, min_length=1, max_length=MAX_POINTS)
     scale: float = Field(1.0, gt=0, le=1e6, description="multiplies every requests_per_s")
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema, handler):
+        """JSON Schema that also accepts a bare file name (validation mode only)."""
+        schema = handler(core_schema)
+        if handler.mode == "validation":
+            return {"anyOf": [{"type": "string", "minLength": 1, "maxLength": 4096}, schema]}
+        return schema
+
     @model_validator(mode="before")
     @classmethod
     def _from_name(cls, v: Any) -> Any:
