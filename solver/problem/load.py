@@ -191,10 +191,7 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     prices = tuple(h.price_per_hour or (0.0 if h.cost is not None else c.price_per_hour)
                    for h, c in zip(problem.hardware, cards))
     site_supplies, site_prices = _sites(problem, prices)
-    hz = None
-    if problem.periods is not None:
-        hz = horizon(problem, prices, base, lambda loc: _where(doc, loc))
-        problem = with_peak_demand(problem, hz)
+    problem, hz = _periods(problem, prices, base, doc)
     return ResolvedProblem(
         problem=problem,
         doc=doc,
@@ -215,6 +212,15 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         site_costs=tuple(s.cost for s in problem.sites or []),
         horizon=hz,
     )
+
+
+def _periods(problem: Problem, prices: tuple[float, ...], base: Path | None, doc: YamlDoc):
+    """Demand over time (problem/periods.py): the problem with each profiled service at its
+    peak, and the horizon; without periods the problem as given and None."""
+    if problem.periods is None:
+        return problem, None
+    hz = horizon(problem, prices, base, lambda loc: _where(doc, loc))
+    return with_peak_demand(problem, hz), hz
 
 
 def _speculation(doc: YamlDoc, i: int, s: Service, card: ModelCard, base) -> Speculation | None:
