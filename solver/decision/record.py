@@ -44,6 +44,10 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     says `cut_short` and marks the unfinished intervals `partial`)."""
     cs = build_candidates(rp)
     doc = plan(rp, opts, timings, candidates=cs)
+    if rp.horizon is not None:
+        # demand over time: the record's what-ifs would each re-plan every period; the plan's
+        # `periods:` section carries its own validity (each committed level's growth margin)
+        return doc
     check = None
     if replay and doc.status != "infeasible":
         cs, doc, check = replay_and_correct(rp, cs, doc, opts, timings, replayer)

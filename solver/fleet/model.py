@@ -22,7 +22,7 @@ from solver.fleet.variables import FleetVariables, build_variables
 LinearExpr = cp_model.LinearExpr
 
 
-class _CpModel(cp_model.CpModel):
+class CpModel(cp_model.CpModel):
     """CP-SAT's model without the pre-PEP8 camelCase aliases OR-Tools attaches to every new
     model (ortools/sat/python/cp_model.py, `CpModel._add_pre_pep8_methods`, v9.15): they cost
     about 2 ms a model, most of the build of a small fleet model, and fleetplan calls none."""
@@ -41,10 +41,12 @@ class Group:
 
 class FleetModel:
     def __init__(
-        self, inst: FleetInstance, enabled: set[str] | None = None, assumptions: bool = False
+        self, inst: FleetInstance, enabled: set[str] | None = None, assumptions: bool = False,
+        m: cp_model.CpModel | None = None,
     ):
         self.inst = inst
-        self.m = _CpModel()
+        # m: a model shared with other FleetModels (one per period, solver/fleet/periods.py)
+        self.m = CpModel() if m is None else m
         self.enabled = enabled
         self.groups: dict[str, Group] = {}
         # assumptions=True: every group is enforced by a literal (self.literals) that the caller

@@ -21,6 +21,9 @@ class SolveOptions:
     # second presolve round costs most of the solve and finds nothing the search needs
     presolve_iterations: int | None = None
     max_stages: int | None = None  # run only the first stages (None: all)
+    # the primary stage stops at this relative gap (None: proven optimal); the fleet over
+    # periods (solver/fleet/periods_solve.py) of a long horizon accepts e.g. 0.01
+    relative_gap: float | None = None
     solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
     export_model: Path | None = None  # write the primary stage's model here (plan --export-model)
 

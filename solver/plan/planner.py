@@ -13,9 +13,12 @@ from solver import __version__
 from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.fleet.instance import FleetInstance, build_instance
+from solver.fleet.periods import build_period_instance
+from solver.fleet.periods_solve import solve_periods
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
 from solver.plan.assumptions import assumptions, families_considered, families_drawn
 from solver.plan.homogeneous import homogeneous
+from solver.plan.periods import busiest, period_problem, period_solution, periods_result
 from solver.plan.pools import cost_components
 from solver.plan.services import service_result, sites_summary, traffic_headroom
 from solver.plan.transition import transition_report
@@ -119,6 +122,8 @@ def plan(
         doc = _infeasible(rp, cs, opts, time.perf_counter() - t0 if timings else None, reasons)
         verify(rp, doc)
         return doc
+    if rp.horizon is not None:
+        return _plan_periods(rp, cs, opts, t0 if timings else None)
     inst = build_instance(rp, cs)
     sol = solve(inst, opts)
     if sol.status == "infeasible":
@@ -131,6 +136,32 @@ def plan(
         doc = doc.model_copy(update={"solver": doc.solver.model_copy(
             update={"wall_s": round(time.perf_counter() - t0, 3)})})
     verify(rp, doc, compared=compare)
+    return doc
+
+
+def _plan_periods(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, t0: float | None) -> PlanResult:
+    """The fleet over periods: every period's fleet verified against its own demand; the
+    document shows the busiest period's fleet and, under `periods:`, the whole horizon."""
+    pi = build_period_instance(rp, cs)
+    sol = solve_periods(pi, opts)
+    if sol is None:
+        peak = max(range(pi.n_periods), key=lambda p: sum(s.demand for s in pi.periods[p].services))
+        alone = solve(pi.periods[peak], opts)
+        reasons = alone.infeasible_groups or [
+            f"no plan over the {pi.n_periods} periods within the time limit of {opts.time_limit_s:g} s "
+            "(not proven infeasible; raise --time-limit)"]
+        doc = _infeasible(rp, cs, opts, None if t0 is None else time.perf_counter() - t0, reasons)
+        verify(rp, doc)
+        return doc
+    docs = {}
+    for p in range(pi.n_periods):
+        rpp = period_problem(rp, p)
+        docs[p] = _feasible(rpp, cs, pi.periods[p], period_solution(sol, p), opts, compare=False)
+        verify(rpp, docs[p], compared=False)
+    doc = docs[busiest(pi, sol)].model_copy(update={"periods": periods_result(rp, cs, pi, sol)})
+    if t0 is not None:
+        doc = doc.model_copy(update={"solver": doc.solver.model_copy(
+            update={"wall_s": round(time.perf_counter() - t0, 3)})})
     return doc
 
 

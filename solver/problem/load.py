@@ -14,6 +14,7 @@ from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.perf.speculative import Speculation
 from solver.problem.hardware import entry_caps, entry_card
+from solver.problem.periods import Horizon, horizon, with_peak_demand
 from solver.problem.tco import CostParts, device_parts
 from solver.problem.workload_data import fill_workload
 from solver.schema.cards import HardwareCard, ModelCard
@@ -46,6 +47,7 @@ class ResolvedProblem:
     caps: tuple[tuple[float, ...], ...] = ()
     entry_costs: tuple[DeviceCost | None, ...] = ()
     site_costs: tuple[SiteCost | None, ...] = ()
+    horizon: Horizon | None = None  # demand over time (problem/periods.py); None: one period
 
     def caps_of(self, hw: int) -> tuple[float, ...]:
         return self.caps[hw] if self.caps else (self.power_w[hw],)
@@ -189,6 +191,7 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     prices = tuple(h.price_per_hour or (0.0 if h.cost is not None else c.price_per_hour)
                    for h, c in zip(problem.hardware, cards))
     site_supplies, site_prices = _sites(problem, prices)
+    problem, hz = _periods(problem, prices, base, doc)
     return ResolvedProblem(
         problem=problem,
         doc=doc,
@@ -207,7 +210,17 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         caps=tuple(entry_caps(doc, j, h, c) for j, (h, c) in enumerate(zip(problem.hardware, cards))),
         entry_costs=tuple(h.cost for h in problem.hardware),
         site_costs=tuple(s.cost for s in problem.sites or []),
+        horizon=hz,
     )
+
+
+def _periods(problem: Problem, prices: tuple[float, ...], base: Path | None, doc: YamlDoc):
+    """Demand over time (problem/periods.py): the problem with each profiled service at its
+    peak, and the horizon; without periods the problem as given and None."""
+    if problem.periods is None:
+        return problem, None
+    hz = horizon(problem, prices, base, lambda loc: _where(doc, loc))
+    return with_peak_demand(problem, hz), hz
 
 
 def _speculation(doc: YamlDoc, i: int, s: Service, card: ModelCard, base) -> Speculation | None:

@@ -19,6 +19,14 @@ from solver.report.breakdown import (
     site_rows,
 )
 from solver.report.decision_views import decision_paragraph, headroom_line, record_lines
+from solver.report.periods_views import (
+    COMMITTED_HEADERS,
+    PERIOD_HEADERS,
+    committed_rows,
+    period_rows,
+    periods_markdown,
+    summary_line,
+)
 from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
@@ -188,6 +196,10 @@ def to_table(doc: PlanResult) -> str:
     if sites:
         out += ["", table(SITE_HEADERS, site_rows(doc), "lrlrrr")]
     fleet = _hetero_lines(doc) + _transition_lines(doc)
+    if doc.periods is not None:
+        pr = doc.periods
+        fleet += [summary_line(pr), table(COMMITTED_HEADERS, committed_rows(pr))] * bool(pr.committed)
+        fleet += [table(PERIOD_HEADERS, period_rows(pr))]
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
     headroom = headroom_line(doc.traffic_headroom_multiple, doc.traffic_headroom_service)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
@@ -254,6 +266,8 @@ def to_markdown(doc: PlanResult) -> str:
             out += ["## Heterogeneous vs homogeneous", "", *[f"- {x}" for x in _hetero_lines(doc)], ""]
         if doc.transition is not None:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
+        if doc.periods is not None:
+            out += periods_markdown(doc.periods, _md_table)
         out += _md_cost(doc)
         out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]

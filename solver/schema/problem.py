@@ -22,6 +22,7 @@ from solver.schema.fleet import (
     Survive,
     Transition,
 )
+from solver.schema.periods import CommittedTerm, DemandProfile, OnDemandTerm, Periods, check_period_fields
 from solver.schema.prefix import PrefixCache
 from solver.schema.problem_checks import check_fleet_fields
 from solver.schema.routing import Routing
@@ -175,8 +176,7 @@ class Workload(Strict):
         if self.window_s is not None and self.trace is None:
             raise FieldError("window_s applies to a trace: workload", ("window_s",))
         if self.trace is None:
-            if self.qps is None:
-                raise FieldError("needs qps (requests/s) or a trace: file", ("qps",))
+            # qps: checked by Service (a demand_profile gives it instead)
             if self.lengths is None:
                 for f in ("input_tokens", "output_tokens"):
                     if getattr(self, f) is None:
@@ -210,6 +210,14 @@ class Service(Strict):
     routing: Routing | None = None  # mixture-of-experts models only (schema/routing.py)
     sites: list[str] | None = Field(None, min_length=1, max_length=MAX_SITES)  # pin (schema/fleet.py)
     speculative: Speculative | None = None  # decode speculatively where it pays (schema/speculative.py)
+    demand_profile: DemandProfile | None = None  # demand over time (schema/periods.py)
+
+    @model_validator(mode="after")
+    def _demand_given(self) -> Service:
+        wl = self.workload
+        if wl.qps is None and wl.trace is None and self.demand_profile is None:
+            raise FieldError("needs qps (requests/s) or a trace: file", ("workload", "qps"))
+        return self
 
     @field_validator("precision", "kv_precision")
     @classmethod
@@ -241,6 +249,9 @@ class HardwareEntry(Strict):
     cost: DeviceCost | None = None
     devices_per_node: int | None = Field(None, ge=1, le=MAX_DEGREE, description="override the card's")
     scale_up_domain_devices: int | None = Field(None, ge=1, le=100_000, description="override the card's")
+    # demand over time (schema/periods.py): commitment terms
+    committed: CommittedTerm | None = None
+    on_demand: OnDemandTerm | None = None
 
     @field_validator("power_caps_w")
     @classmethod
@@ -337,6 +348,7 @@ class Problem(Strict):
     transition: Transition | None = None
     # values to plan the problem at (`fleetplan batch`; schema/sweep.py, expanded by sweep.py)
     sweep: Sweep | None = None
+    periods: Periods | None = None  # demand over time (schema/periods.py)
 
     @model_validator(mode="after")
     def _check(self) -> Problem:
@@ -351,6 +363,7 @@ class Problem(Strict):
                 raise FieldError(f"hardware type '{t}' repeats hardware[{types.index(t)}]; "
                                  "hardware types must be unique", ("hardware", j, "type"))
         check_fleet_fields(self)
+        check_period_fields(self)
         if self.objective == "max_throughput":
             finite_supply = all(
                 h.supply is not None or (self.sites is not None and all(

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
+from solver.schema.periods_result import PeriodsResult
 from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
 
@@ -274,7 +275,7 @@ class TransitionResult(Strict):
 
 class PlanResult(Doc):
     _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components",
-                                 "traffic_headroom_multiple", "traffic_headroom_service"})
+                                 "traffic_headroom_multiple", "traffic_headroom_service", "periods"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -306,6 +307,8 @@ class PlanResult(Doc):
         "capacity_qps / qps over the services, rounded down to 4 decimals; absent without a plan")
     traffic_headroom_service: str | None = Field(
         None, description="the service whose capacity sets traffic_headroom_multiple")
+    periods: PeriodsResult | None = Field(
+        None, description="demand over time: the fleet, cost and utilisation of every period")
 
 
 PlanResult.model_rebuild()

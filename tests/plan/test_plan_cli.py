@@ -95,7 +95,7 @@ def check_document(doc: dict, name: str) -> None:
         assert doc["objective"]["value"] > 0
 
 
-HEAVY = {"three-services"}  # tens of seconds on two cores
+HEAVY = {"three-services", "daily-demand"}  # tens of seconds on two cores
 
 
 @pytest.mark.parametrize("path", [

@@ -1,0 +1,297 @@
+"""`solve_periods()`: the fleet over periods (solver/fleet/periods.py), staged as `solve()`:
+cost over the horizon -> devices summed over periods -> distinct configurations summed over
+periods, each stage frozen and warm-started from the previous one.
+
+What makes it fast: the candidate columns are built and integerized once and shared by every
+period (only demand and the demand bounds change); the first stage is warm-started from each
+period planned alone (`period_hints`: one solve per distinct demand, within a quarter of the time
+limit; a period left unsolved borrows the plan of a solved period whose demand covers its own),
+with the committed level that is cheapest for those usages; and a period's instance bounds come
+from its own demand, so quiet periods have small domains.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.fleet import integerize as ints
+from solver.fleet.cpsat import check_status, make_solver
+from solver.fleet.objective import ObjectiveStage, configs_expr, devices_expr
+from solver.fleet.options import SolveOptions
+from solver.fleet.periods import COST_UNIT, PeriodInstance, PeriodModel
+from solver.fleet.solve import Stage, solve
+from solver.fleet.status import SolveStatus, found
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
+
+LinearExpr = cp_model.LinearExpr
+HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest: the model itself)
+HINT_WORK = 1.0  # CP-SAT deterministic time per period planned alone (the hints need no proof)
+PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
+PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
+
+
+@dataclass
+class PeriodSolution:
+    status: SolveStatus
+    counts: np.ndarray  # [period][column] instances
+    colocated_share: np.ndarray  # [period][service] QPS
+    disaggregated_share: np.ndarray
+    committed: dict[int, int]  # per termed type
+    on_demand: list[dict[int, int]]  # [period][termed type]
+    started: np.ndarray  # [period] devices started (0 without a start cost)
+    cost_usd: float  # over the horizon, as the model counts it
+    gap: float
+    wall_s: float
+    stages: list[Stage] = field(default_factory=list)
+    hint_solves: int = 0
+
+
+def cost_expr(pm: PeriodModel):
+    pi = pm.pi
+    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
+    terms = []
+    for p, fm in enumerate(pm.fms):
+        coeffs = (pi.base.cost * plain * pi.seconds[p]).tolist()
+        terms.append(LinearExpr.weighted_sum(fm.v.n, coeffs))
+    for h, v in pm.commit.committed.items():
+        terms.append(v * int(pi.committed_price[h] or 0) * pi.horizon_s)
+    for p, d in enumerate(pm.commit.on_demand):
+        for h, v in d.items():
+            terms.append(v * int(pi.on_demand_price[h] or 0) * pi.seconds[p])
+    for vs in pm.started:
+        terms.append(LinearExpr.weighted_sum(vs, (pi.base.devices * pi.start_cost).tolist()))
+    return sum(terms)
+
+
+def stages(pm: PeriodModel) -> list[ObjectiveStage]:
+    return [ObjectiveStage("cost", cost_expr(pm), False, COST_UNIT),
+            ObjectiveStage("devices", sum(devices_expr(fm) for fm in pm.fms), False, 1),
+            ObjectiveStage("configs", sum(configs_expr(fm) for fm in pm.fms), False, 1)]
+
+
+def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
+    return bool(np.all(a >= b))
+
+
+def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
+    """Per column, its cost per hour with every device of a type with terms at the type's lower
+    price (committed or on demand; `pick=max`: the higher one): a period's cost at the lower
+    prices, times its seconds, is a lower bound on what it adds to the horizon's cost (usage <=
+    committed + on demand, op >= cp)."""
+    cost = pi.base.cost.copy()
+    for h in range(len(pi.base.hw_names)):
+        if pi.termed[h]:
+            price = pick(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None)
+            at = pi.base.hw == h
+            cost[at] = pi.base.devices[at] * price
+    return cost
+
+
+def alone(pi: PeriodInstance, p: int, cost: np.ndarray, opts: SolveOptions, limit: float):
+    """Period p planned alone at these column costs: (counts, a proven lower bound in 1e-4 USD/h),
+    or None when nothing was found."""
+    sol = solve(dataclasses.replace(pi.periods[p], cost=cost), opts.follow_up(max_stages=1, time_limit_s=limit,
+                                                                            primary_work=HINT_WORK))
+    if sol.status == SolveStatus.INFEASIBLE:
+        return None
+    value = sol.stages[0].value * ints.COST_SCALE
+    return sol.counts, int(math.floor(value * (1 - sol.gap) + 1e-6))
+
+
+@dataclass
+class Hints:
+    counts: list  # [period]: instance counts, or None
+    floors: list  # [period]: a lower bound on the period's cost at the lowest prices, or None
+    solves: int
+    high_floors: list = field(default_factory=list)  # [period]: the same at the higher prices
+
+
+def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hints:
+    """Each period planned alone at the lowest prices (`lowest_prices`), highest demand first,
+    one solve per distinct demand while `budget_s` lasts: its plan is a hint, its proven bound a
+    cut. A period left unsolved borrows the plan of the smallest solved demand covering its own."""
+    t0 = time.perf_counter()
+    low, high = lowest_prices(pi), lowest_prices(pi, max)
+    two = bool(np.any(low != high))
+    demand = np.array([[s.demand for s in inst.services] for inst in pi.periods])
+    order = sorted(range(pi.n_periods), key=lambda p: -int(demand[p].sum()))
+    solved: dict[tuple, tuple[np.ndarray, int]] = {}
+    high_floor: dict[tuple, int] = {}
+    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
+    # first the envelope (every service at its highest period demand, the base columns): its
+    # plan covers every period, so each period has a hint even when the budget runs out
+    envelope = dataclasses.replace(pi.base, cost=low)
+    sol = solve(envelope, opts.follow_up(max_stages=1, time_limit_s=budget_s, primary_work=HINT_WORK))
+    if sol.status != SolveStatus.INFEASIBLE:
+        cover_key = tuple(s.demand for s in pi.base.services)
+        if cover_key not in {tuple(d) for d in demand}:
+            solved[cover_key] = (sol.counts, 0)  # a cover only: its bound is no period's own
+    for p in order:
+        key = tuple(demand[p])
+        if key not in solved and (not solved or time.perf_counter() - t0 < budget_s):
+            left = max(0.5, budget_s - (time.perf_counter() - t0))
+            got = alone(pi, p, low, opts, left)
+            if got is not None:
+                solved[key] = got
+                hi = alone(pi, p, high, opts, left) if two else None
+                if hi is not None:
+                    high_floor[key] = hi[1]
+        if key in solved:
+            out.counts[p], out.floors[p] = solved[key]
+            out.high_floors[p] = high_floor.get(key)
+            continue
+        cover = [np.array(k) for k in solved if _dominates(np.array(k), demand[p])]
+        if cover:  # the least demand that covers this period's
+            out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
+    out.solves = len(solved)
+    return out
+
+
+def post_floors(pm: PeriodModel, hints: Hints) -> None:
+    """Each period's cost at the lower prices is at least its bound planned alone; and at the
+    higher prices: plain + sum_h op_h (committed_h + on_demand_ph) >= its bound planned alone at
+    them (its usage is within committed + on demand), which ties each period to the committed
+    levels: a low level leaves the busy periods paying on demand."""
+    pi = pm.pi
+    low = lowest_prices(pi)
+    every = np.arange(len(pi.base))
+    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
+    for p, fm in enumerate(pm.fms):
+        if hints.floors[p] is not None:
+            pm.m.add(fm.row_sum(every, low, "period cost floor") >= hints.floors[p])
+        high = hints.high_floors[p] if hints.high_floors else None
+        if high is None:
+            continue
+        terms = [fm.row_sum(every, pi.base.cost * plain, "period cost floor")]
+        for h, c in pm.commit.committed.items():
+            price = int(max(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None))
+            terms.append(price * (c + pm.commit.on_demand[p][h]))
+        pm.m.add(sum(terms) >= high)
+
+
+def _best_commitment(pi: PeriodInstance, h: int, usage: np.ndarray) -> int:
+    """The committed level of type h cheapest for these per-period usages (within supply)."""
+    cp, op = pi.committed_price[h], pi.on_demand_price[h]
+    if cp is None:
+        return 0
+    if op is None:
+        return int(usage.max())
+    secs = np.array(pi.seconds)
+    levels = sorted({0, *map(int, usage)})
+    if pi.committed_supply[h] is not None:
+        levels = [x for x in levels if x <= pi.committed_supply[h]] or [0]
+    cost = [cp * pi.horizon_s * c + op * int(np.sum(secs * np.maximum(usage - c, 0))) for c in levels]
+    return levels[int(np.argmin(cost))]
+
+
+def _hint_shares(pm: PeriodModel, fm, c: np.ndarray) -> None:
+    """The colocated and disaggregated shares the counts c serve (colocated first), so that a
+    hint of every period is complete: CP-SAT then loads it as its first solution."""
+    inst = fm.inst
+    for s, spec in enumerate(inst.services):
+        cap = {r: int(np.sum(inst.cap[inst.rows(s, r)] * c[inst.rows(s, r)])) for r in (COLOCATED, PREFILL, DECODE)}
+        col = min(spec.demand, cap[COLOCATED]) if spec.colocated else 0
+        dis = min(spec.demand - col, cap[PREFILL], cap[DECODE]) if spec.disaggregated else 0
+        pm.m.add_hint(fm.v.col[s][0], col)
+        pm.m.add_hint(fm.v.dis[s][0], dis)
+
+
+def apply_hints(pm: PeriodModel, counts: list) -> None:
+    """Hint every period's counts where known, and the commitment cheapest for their usage."""
+    pi = pm.pi
+    for fm, c in zip(pm.fms, counts):
+        if c is not None:
+            for v, x in zip(fm.v.n, c):
+                pm.m.add_hint(v, int(x))
+            for v, x in zip(fm.v.used, c):
+                pm.m.add_hint(v, int(x > 0))
+            if fm.inst.n_sites == 1:
+                _hint_shares(pm, fm, c)
+    if any(c is None for c in counts):
+        return
+    for p, vs in enumerate(pm.started, start=1):
+        for v, now, before in zip(vs, counts[p], counts[p - 1]):
+            pm.m.add_hint(v, max(int(now) - int(before), 0))
+    for h, var in pm.commit.committed.items():
+        rows = pi.base.hw == h
+        usage = np.array([int(np.sum(c[rows] * pi.base.devices[rows])) for c in counts])
+        level = _best_commitment(pi, h, usage)
+        pm.m.add_hint(var, level)
+        for p, d in enumerate(pm.commit.on_demand):
+            pm.m.add_hint(d[h], max(int(usage[p]) - level, 0))
+
+
+def _read(pm: PeriodModel, solver: cp_model.CpSolver) -> dict:
+    pi = pm.pi
+    counts = np.array([[solver.value(v) for v in fm.v.n] for fm in pm.fms], dtype=np.int64)
+    col = np.array([[sum(solver.value(v) for v in vs) for vs in fm.v.col] for fm in pm.fms], dtype=float)
+    dis = np.array([[sum(solver.value(v) for v in vs) for vs in fm.v.dis] for fm in pm.fms], dtype=float)
+    started = np.zeros(pi.n_periods, dtype=np.int64)
+    for p, vs in enumerate(pm.started, start=1):
+        started[p] = sum(solver.value(v) * int(d) for v, d in zip(vs, pi.base.devices))
+    return dict(
+        counts=counts, colocated_share=col / ints.QPS_SCALE, disaggregated_share=dis / ints.QPS_SCALE,
+        committed={h: int(solver.value(v)) for h, v in pm.commit.committed.items()},
+        on_demand=[{h: int(solver.value(v)) for h, v in d.items()} for d in pm.commit.on_demand],
+        started=started,
+    )
+
+
+def _run_stage(pm: PeriodModel, stage: ObjectiveStage, primary: bool, opts: SolveOptions, t0: float):
+    pm.m.minimize(stage.expr)
+    left = opts.time_limit_s - (time.perf_counter() - t0)
+    solver = make_solver(opts, left, opts.primary_work if primary else opts.tiebreak_work)
+    if primary and opts.workers <= PRIMARY_WORKERS:
+        # the committed levels couple every period: one sequential search did not prove the
+        # shipped daily-demand problem in 60 s (gap 4%), the core-based search beside the
+        # max-LP one proves it in about 12 s of CPU (benchmarks/multiperiod.md)
+        solver.parameters.num_workers = PRIMARY_WORKERS
+        solver.parameters.subsolvers.extend(PRIMARY_SUBSOLVERS)
+    if primary and opts.relative_gap is not None:
+        solver.parameters.relative_gap_limit = opts.relative_gap
+    status = solver.solve(pm.m)
+    check_status(status, pm.m)
+    return solver, status
+
+
+def _freeze(pm: PeriodModel, stage: ObjectiveStage, solver: cp_model.CpSolver, value: int) -> None:
+    hint_vars = pm.all_vars()
+    values = [solver.value(v) for v in hint_vars]
+    pm.m.clear_hints()
+    for v, x in zip(hint_vars, values):
+        pm.m.add_hint(v, x)
+    pm.m.add(stage.expr <= value)
+
+
+def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
+    """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of time)."""
+    t0 = time.perf_counter()
+    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
+    pm = PeriodModel(pi)
+    apply_hints(pm, hints.counts)
+    post_floors(pm, hints)
+    done: list[Stage] = []
+    gap, overall, got, cost = 0.0, SolveStatus.OPTIMAL, None, 0.0
+    for k, stage in enumerate(stages(pm)[:opts.max_stages]):
+        solver, status = _run_stage(pm, stage, k == 0, opts, t0)
+        if not found(status):
+            if k == 0:
+                return None
+            break
+        value = int(round(solver.objective_value))
+        done.append(Stage(stage.name, SolveStatus.of_stage(status), value / stage.unit))
+        if k == 0:
+            gap = abs(value - solver.best_objective_bound) / max(abs(value), 1e-9)
+            # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
+            proven = status == cp_model.OPTIMAL and gap <= 1e-9
+            overall, cost = SolveStatus.OPTIMAL if proven else SolveStatus.FEASIBLE, value / COST_UNIT
+        _freeze(pm, stage, solver, value)
+        got = _read(pm, solver)
+    return PeriodSolution(status=overall, cost_usd=cost, gap=gap, wall_s=time.perf_counter() - t0,
+                          stages=done, hint_solves=hints.solves, **got)  # type: ignore[arg-type]
