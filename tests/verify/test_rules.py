@@ -85,6 +85,11 @@ def capacity_overstated() -> Case:
     return rp, _svc(doc, capacity_qps=doc.services[0].capacity_qps * 10)
 
 
+def headroom_overstated() -> Case:
+    rp, doc = planned("llama3-70b-online.yaml")
+    return rp, doc.model_copy(update={"traffic_headroom_multiple": doc.traffic_headroom_multiple + 0.5})
+
+
 def ratio_misreported() -> Case:
     rp, doc = planned("llama3-70b-online.yaml")
     return rp, _svc(doc, prefill_decode_ratio=(doc.services[0].prefill_decode_ratio or 1.0) * 3)
@@ -163,6 +168,7 @@ TAMPERED: dict[str, tuple[Callable[[], Case], str]] = {
     "check_kv_routes": (route_link, "the cards give"),
     "check_survive": (survive_overstated, "worst_site_loss_qps"),
     "check_demand_served": (capacity_overstated, "capacity_qps"),
+    "check_headroom": (headroom_overstated, "traffic_headroom_multiple"),
     "check_ratio": (ratio_misreported, "prefill_decode_ratio"),
     "check_distinct_configs": (distinct_configs, "limit 1"),
     "check_supply": (supply_short, "devices used, supply"),
