@@ -21,6 +21,10 @@ class SolveOptions:
     # second presolve round costs most of the solve and finds nothing the search needs
     presolve_iterations: int | None = None
     max_stages: int | None = None  # run only the first stages (None: all)
+    # hint a repaired union of the services' own plans when theirs breaks a shared limit
+    # (solver/fleet/repair.py). Off for the plan and every plan the record names: a hint can
+    # change which of several equally good fleets is found, and those must stay as they were
+    repair_hint: bool = False
     solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
     export_model: Path | None = None  # write the primary stage's model here (plan --export-model)
 

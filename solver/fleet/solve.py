@@ -87,7 +87,8 @@ def _use_standalone(fm: FleetModel, opts: SolveOptions) -> None:
     if alone is None:
         return
     if alone.counts is not None and inst.objective == "min_cost":
-        for v, x in zip(fm.v.n, repaired(inst, alone.counts, opts, limit)):
+        hint = repaired(inst, alone.counts, opts, limit) if opts.repair_hint else alone.counts
+        for v, x in zip(fm.v.n, hint):
             fm.m.add_hint(v, int(x))
     for s, b in enumerate(alone.bounds):
         if b is None:

@@ -28,7 +28,8 @@ def homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, statu
     """Solve the problem again with every KV route kept within one hardware type (the cost,
     then the fewest devices; the distinct-configuration tie-break does not change either)."""
     inst = build_instance(rp, cs, heterogeneous=False)
-    sol = solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK))
+    sol = solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK,
+                                     repair_hint=True))
     if sol.status == "infeasible":
         return HeteroComparison(
             homogeneous_status="infeasible", homogeneous_cost_per_hour=None,
