@@ -22,10 +22,13 @@ import math
 import time
 from fractions import Fraction
 
+import numpy as np
+
 from solver.candidates.build import reprice
 from solver.candidates.table import CandidateSet
-from solver.fleet.instance import build_instance
-from solver.fleet.solve import SolveOptions, reaches, solve_primary
+from solver.fleet.instance import FleetInstance, build_instance
+from solver.fleet.repair import fits
+from solver.fleet.solve import SolveOptions, reach_plan, solve_primary
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
@@ -89,6 +92,9 @@ class Prober:
         self.rp, self.cs, self.kept, self.budget = rp, cs, kept, budget
         self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
         self.plans = 0  # full plans made (the structures beyond the ends)
+        # free plans found by earlier probes, by what makes a plan feasible apart from prices
+        self.known: dict[tuple, list[np.ndarray]] = {}
+        self.shortcuts = 0  # probes a known plan answered (no CP-SAT solve)
 
     def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
         if variant.prices == self.rp.prices:
@@ -105,10 +111,27 @@ class Prober:
         mine = solve_primary(build_instance(variant, kept), opts)
         if mine.found:  # undecided (None): no plan REGRET better found within the probe's work
             target = regret_target(self.rp.problem.objective, mine.value)
-            ok = reaches(build_instance(variant, full), target, opts) is not True
+            ok = self.reaches(build_instance(variant, full), target, opts) is not True
         else:
             ok = not solve_primary(build_instance(variant, full), opts).found
         return None if self.budget.late() else ok
+
+    def reaches(self, inst: FleetInstance, target: int, opts: SolveOptions) -> bool | None:
+        """`reach_plan`, answered without a solve when a plan an earlier probe found is a plan
+        here too and reaches `target` (min_cost; a price only changes costs and the budget, so
+        a plan of another price with the same columns, capacities and demands stays one when
+        it keeps within the shared limits and the instance bounds)."""
+        key = (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
+        if inst.objective == "min_cost":
+            for counts in self.known.get(key, ()):
+                if (int((counts * inst.cost).sum()) <= target and bool((counts <= inst.ub).all())
+                        and fits(inst, counts)):
+                    self.shortcuts += 1
+                    return True
+        got, counts = reach_plan(inst, target, opts)
+        if counts is not None:
+            self.known.setdefault(key, []).append(counts)
+        return got
 
     def best_plan(self, variant: ResolvedProblem) -> PlanResult | None:
         """The best plan at `variant` (what the plan becomes there); None once the safety net fired."""

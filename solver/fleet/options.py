@@ -24,6 +24,10 @@ class SolveOptions:
     # the primary stage stops at this relative gap (None: proven optimal); the fleet over
     # periods (solver/fleet/periods_solve.py) of a long horizon accepts e.g. 0.01
     relative_gap: float | None = None
+    # hint a repaired union of the services' own plans when theirs breaks a shared limit
+    # (solver/fleet/repair.py). Off for the plan and every plan the record names: a hint can
+    # change which of several equally good fleets is found, and those must stay as they were
+    repair_hint: bool = False
     solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
     export_model: Path | None = None  # write the primary stage's model here (plan --export-model)
 

@@ -31,6 +31,7 @@ from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
 from solver.fleet.objective import ObjectiveStage, scale_ceiling, service_cost_floor, stages
 from solver.fleet.options import SolveOptions
+from solver.fleet.repair import repaired
 from solver.fleet.standalone import standalone
 from solver.fleet.status import SolveStatus, found
 
@@ -81,11 +82,13 @@ def _read_values(fm: FleetModel, solver: cp_model.CpSolver) -> _Values:
 def _use_standalone(fm: FleetModel, opts: SolveOptions) -> None:
     """Hint the services' own plans (min_cost) and bound the objective by their optima."""
     inst = fm.inst
-    alone = standalone(inst, opts, max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
+    limit = max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1)))
+    alone = standalone(inst, opts, limit)
     if alone is None:
         return
     if alone.counts is not None and inst.objective == "min_cost":
-        for v, x in zip(fm.v.n, alone.counts):
+        hint = repaired(inst, alone.counts, opts, limit) if opts.repair_hint else alone.counts
+        for v, x in zip(fm.v.n, hint):
             fm.m.add_hint(v, int(x))
     for s, b in enumerate(alone.bounds):
         if b is None:
@@ -167,6 +170,12 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
     """Whether some plan's primary objective is at least as good as `target` (in its integer
     units: a cost at most it, a scale at least it): the decision version of `solve_primary`,
     which stops at the first such plan. None: undecided within the limits."""
+    return reach_plan(inst, target, opts)[0]
+
+
+def reach_plan(inst: FleetInstance, target: int,
+               opts: SolveOptions = SolveOptions()) -> tuple[bool | None, np.ndarray | None]:
+    """`reaches`, and the instance counts of the plan it found (None when it found none)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
     _use_standalone(fm, opts)
@@ -177,8 +186,8 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
     status = solver.solve(fm.m)
     check_status(status, fm.m)
     if found(status):
-        return True
-    return False if status == cp_model.INFEASIBLE else None
+        return True, np.array([solver.value(v) for v in fm.v.n], dtype=np.int64)
+    return (False if status == cp_model.INFEASIBLE else None), None
 
 
 def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:

@@ -15,13 +15,21 @@ from solver.problem.load import ResolvedProblem
 from solver.schema.result import HeteroComparison, HomogeneousService
 from solver.schema.roles import ROLES
 
+# CP-SAT deterministic time (its work measure, about seconds of one core) of the comparison's
+# cost stage and the standalone solves before it, so that the comparison does not depend on the
+# machine's load: the shipped problems prove it within 1.1 (mixed-supply 1.07) except
+# three-services, whose best homogeneous plan ($278.00/h, from the repaired hint: solver/fleet/repair.py) takes about 6 to
+# prove (benchmarks/plan_speed.md); there it says `feasible` and `exact: false`
+HOMOGENEOUS_WORK = 2.0
+
 
 def homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, status: str,
                  cost: float, scale: float | None) -> HeteroComparison:
     """Solve the problem again with every KV route kept within one hardware type (the cost,
     then the fewest devices; the distinct-configuration tie-break does not change either)."""
     inst = build_instance(rp, cs, heterogeneous=False)
-    sol = solve(inst, opts.follow_up(max_stages=2))
+    sol = solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK,
+                                     repair_hint=True))
     if sol.status == "infeasible":
         return HeteroComparison(
             homogeneous_status="infeasible", homogeneous_cost_per_hour=None,

@@ -11,9 +11,9 @@ from fractions import Fraction
 from functools import cache
 
 from solver.candidates.build import build_candidates
-from solver.decision.probe import REGRET, SearchBudget, regret_target
+from solver.decision.probe import REGRET, Prober, SearchBudget, regret_target
 from solver.decision.validity import MAX_SOLVES, REL_TOL, _edge, validity
-from solver.fleet.solve import SolveOptions
+from solver.fleet.solve import SolveOptions, reach_plan
 from solver.plan.planner import plan
 from solver.problem.load import load_problem
 from solver.report.decision_views import _interval
@@ -126,3 +126,27 @@ def test_a_side_nobody_searched_says_not_computed_and_why():
     searched = i.model_copy(update={"low_not_computed": False, "low": 2.0})
     assert _interval(searched) == ("price of h100-sxm: $2.00 (searched no lower) to $3.12 (searched no "
                                    "higher) (now $2.50)")
+
+
+def test_known_plan_shortcut_gives_the_full_re_solves_answers(monkeypatch):
+    """Cross-check: every probe a known plan answered (solver/decision/probe.py `reaches`)
+    re-solved with CP-SAT says the same, and the whole search with the shortcut off gives the
+    same intervals."""
+    rp, cs, doc = _default()
+    checked = []
+    original = Prober.reaches
+
+    def checking(self, inst, target, opts):
+        before = self.shortcuts
+        got = original(self, inst, target, opts)
+        if self.shortcuts > before:
+            assert got is True and reach_plan(inst, target, opts)[0] is True
+            checked.append(target)
+        return got
+
+    monkeypatch.setattr(Prober, "reaches", checking)
+    with_shortcut = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
+    monkeypatch.setattr(Prober, "reaches", lambda self, inst, target, opts: reach_plan(inst, target, opts)[0])
+    without = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
+    assert with_shortcut == without
+    assert checked, "the default problem's price intervals use the shortcut"
