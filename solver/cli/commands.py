@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from solver.catalog import shipped
+from solver.cli import calibrate_cli
 from solver.cli import profiles as profiles_cli
 from solver.errors import InputError
 
@@ -351,4 +352,5 @@ COMMANDS = {
     "deploy": _cmd_deploy,
     "canary": _cmd_canary,
     "profiles": profiles_cli.run,
+    "calibrate": calibrate_cli.run,
 }

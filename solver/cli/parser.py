@@ -10,7 +10,7 @@ import re
 
 from solver import __version__
 from solver.cli import profiles as profiles_cli
-from solver.cli import validate_flags
+from solver.cli import calibrate_cli, validate_flags
 from solver.errors import InputError
 from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
@@ -371,6 +371,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
-                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
+                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser,
+                calibrate_cli.add_parser):
         add(sub)
     return p
