@@ -9,8 +9,8 @@ import argparse
 import re
 
 from solver import __version__
-from solver.cli import profiles as profiles_cli
 from solver.cli import calibrate_cli, validate_flags
+from solver.cli import profiles as profiles_cli
 from solver.errors import InputError
 from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS

@@ -182,8 +182,9 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
     j, why = _most_available(rp, winner)
     name = rp.hardware_names[j]
     engine = rp.problem.software.engine
+    user = rp.calibration_file.calibration if rp.calibration_file is not None else None
     band = max(max(b.ttft_pct, b.tpot_pct)
-               for b in (error_band(engine, name, a.moe_layers > 0) for a in rp.archs)) / 100.0
+               for b in (error_band(engine, name, a.moe_layers > 0, user) for a in rp.archs)) / 100.0
     margin = max(rp.problem.constraints.safety_margin, band)
     try:
         narrowed = resolve(_narrowed(rp.problem, name, j, margin), rp.doc)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
 from solver.problem.load import ResolvedProblem
-from solver.schema.calibration import ValidationGroup
+from solver.schema.calibration import Calibration, ValidationGroup
 from solver.schema.decision import PoolBand, SloCheck, Uncertainty
 from solver.schema.result import PlanResult
 
@@ -37,10 +37,13 @@ def _describe(engine: str, g: ValidationGroup, note: str = "") -> str:
     return f"{text}; {note}" if note else text
 
 
-def error_band(engine: str | None, hardware: str, moe: bool) -> ErrorBand:
-    name = engine or DEFAULT_ENGINE
-    cal = load_calibration(name)
-    prefix = ""
+def error_band(engine: str | None, hardware: str, moe: bool, user: Calibration | None = None) -> ErrorBand:
+    """The band of a pool on `hardware` from `user` (a problem's own calibration file) when
+    given, else from the engine's shipped calibration; a group held out of a user's fit is
+    preferred to its fitted twin (the held-out error is the honest one)."""
+    name = user.engine if user is not None else engine or DEFAULT_ENGINE
+    cal = user if user is not None else load_calibration(name)
+    prefix = "" if user is None else "problem's calibration file: "
     if cal is None or not cal.validation:
         cal = load_calibration(DEFAULT_ENGINE)
         prefix = f"no calibration for {name}; "
@@ -48,14 +51,14 @@ def error_band(engine: str | None, hardware: str, moe: bool) -> ErrorBand:
     if cal is None or not cal.validation:
         raise FileNotFoundError(f"the {DEFAULT_ENGINE} calibration (hardware/calibration/) is missing")
     kind = "moe" if moe else "dense"
-    same_card = [g for g in cal.validation if g.hardware == hardware]
+    same_card = sorted((g for g in cal.validation if g.hardware == hardware), key=lambda g: g.fitted)
     exact = [g for g in same_card if g.models == kind]
     if exact:
         g, note = exact[0], ""
     elif same_card:
         g, note = same_card[0], f"no {kind} rows on {hardware}, its {same_card[0].models} rows used"
     else:
-        g = max(cal.validation, key=lambda v: max(v.ttft_median_abs_pct, v.tpot_median_abs_pct))
+        g = max(cal.validation, key=lambda v: (max(v.ttft_median_abs_pct, v.tpot_median_abs_pct), not v.fitted))
         note = f"no measured rows on {hardware}: the worst measured group is assumed"
     return ErrorBand(g.ttft_median_abs_pct, g.tpot_median_abs_pct, prefix + _describe(name, g, note))
 
@@ -84,13 +87,14 @@ def _checks(pool, slo, band: ErrorBand) -> list[SloCheck]:
 def plan_uncertainty(rp: ResolvedProblem, doc: PlanResult) -> Uncertainty:
     """Every pool's predictions against its SLO bounds, at the centre and at the band's edge."""
     engine = rp.problem.software.engine
+    user = rp.calibration_file.calibration if rp.calibration_file is not None else None
     pools: list[PoolBand] = []
     central: list[str] = []
     for si, svc in enumerate(doc.services):
         slo = rp.problem.services[si].slo
         moe = rp.archs[si].moe_layers > 0
         for pool in svc.pools:
-            band = error_band(engine, pool.hardware, moe)
+            band = error_band(engine, pool.hardware, moe, user)
             checks = _checks(pool, slo, band)
             pools.append(PoolBand(
                 service=svc.name, role=pool.role, hardware=pool.hardware,

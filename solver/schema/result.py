@@ -141,6 +141,12 @@ class CalibrationUse(Strict):
     source_sha256: str
     ttft_median_abs_pct: float
     tpot_median_abs_pct: float
+    file: str | None = Field(None, description="the calibration file the problem named "
+                             "(software.calibration); null: the shipped one of the engine")
+    file_sha256: str | None = None
+    held_out_ttft_median_abs_pct: float | None = Field(
+        None, description="a user's refit (fleetplan calibrate): the error on its held-out rows")
+    held_out_tpot_median_abs_pct: float | None = None
 
 
 class WorkloadAssumption(Strict):
