@@ -1,11 +1,10 @@
-"""`fleetplan calibrate MEASURED... --engine E --out FILE.yaml`: refit an engine's physical
-parameters on the user's measurements (solver/accuracy/user_calibration.py), print the summary
-(solver/report/calibration_views.py) and write the calibration file."""
+"""`fleetplan calibrate MEASURED... --engine E --out FILE.yaml`'s arguments (the command,
+solver/cli/commands.py, refits with solver/accuracy/user_calibration.py, prints the summary of
+solver/report/calibration_views.py and writes the calibration file)."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
 from solver.cli import validate_flags
 
@@ -54,20 +53,3 @@ def add_parser(sub) -> argparse.ArgumentParser:
     g.add_argument("--input-tokens", type=_number(int, 1, validate_flags.MAX_TOKENS, "a whole number"))
     g.add_argument("--output-tokens", type=_number(int, 1, validate_flags.MAX_TOKENS, "a whole number"))
     return c
-
-
-def run(a: argparse.Namespace) -> int:
-    from solver.accuracy.user_calibration import calibrate
-    from solver.accuracy.user_fit import BOUNDS
-    from solver.catalog.calibration import load_calibration
-    from solver.cli.commands import _write_atomic
-    from solver.report.calibration_views import calibration_text, calibration_yaml
-
-    flags = {"model": a.model_card, "hardware": a.hardware, "precision": a.precision, "tp": a.tp, "pp": a.pp,
-             "ep": a.ep, "dp": a.dp, "concurrency": a.concurrency, "input_tokens": a.input_tokens,
-             "output_tokens": a.output_tokens}
-    r = calibrate(a.measured, a.engine, flags, a.model, a.seed, a.held_out, a.max_evals)
-    _write_atomic(a.out, calibration_yaml(r.calibration))
-    bounds = {n: (lo, hi) for n, lo, hi in BOUNDS}
-    sys.stdout.write(calibration_text(r.calibration, bounds, load_calibration(a.engine), a.out) + "\n")
-    return 0

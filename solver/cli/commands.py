@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from solver.catalog import shipped
-from solver.cli import calibrate_cli
 from solver.cli import profiles as profiles_cli
 from solver.errors import InputError
 
@@ -337,6 +336,22 @@ def _cmd_canary(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(a: argparse.Namespace) -> int:
+    from solver.accuracy.user_calibration import calibrate
+    from solver.accuracy.user_fit import BOUNDS
+    from solver.catalog.calibration import load_calibration
+    from solver.report.calibration_views import calibration_text, calibration_yaml
+
+    flags = {"model": a.model_card, "hardware": a.hardware, "precision": a.precision, "tp": a.tp, "pp": a.pp,
+             "ep": a.ep, "dp": a.dp, "concurrency": a.concurrency, "input_tokens": a.input_tokens,
+             "output_tokens": a.output_tokens}
+    r = calibrate(a.measured, a.engine, flags, a.model, a.seed, a.held_out, a.max_evals)
+    _write_atomic(a.out, calibration_yaml(r.calibration))
+    bounds = {n: (lo, hi) for n, lo, hi in BOUNDS}
+    sys.stdout.write(calibration_text(r.calibration, bounds, load_calibration(a.engine), a.out) + "\n")
+    return 0
+
+
 COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
@@ -352,5 +367,5 @@ COMMANDS = {
     "deploy": _cmd_deploy,
     "canary": _cmd_canary,
     "profiles": profiles_cli.run,
-    "calibrate": calibrate_cli.run,
+    "calibrate": _cmd_calibrate,
 }
