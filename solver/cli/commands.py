@@ -88,7 +88,9 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         require_matplotlib("--format html")  # before any solving
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers, solver_log=a.solver_log,
                         export_model=Path(a.export_model) if a.export_model else None)
-    rp = _load_base(a.problem)
+    from solver.accuracy.drift import drift_section, replan_inputs
+
+    rp, drift = replan_inputs(_load_base(a.problem), a.current, a.measured)
     if a.no_record:
         doc = plan(rp, opts, timings=not a.no_timings)
     else:
@@ -96,6 +98,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
         doc = decide(rp, opts, timings=not a.no_timings, replay=not a.no_replay,
                      record_seconds=a.record_seconds)
+    if drift is not None:
+        doc = doc.model_copy(update={"drift": drift_section(a.current, a.measured or [], drift, doc)})
     if a.format == "html":  # the report's frontier section: a small frontier of the same problem
         from solver.questions.report_frontier import report_frontier
         from solver.report.html import to_html

@@ -128,6 +128,11 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--export-model", metavar="FILE",
                     help="write the CP-SAT model of the plan's main solve (its primary stage, before "
                     "solving) to FILE as CP-SAT's text proto (a CpModelProto)")
+    pl.add_argument("--current", metavar="RESULT.json",
+                    help="the running plan: re-plan from it, with the problem's transition: costs")
+    pl.add_argument("--measured", nargs="+", metavar="FILE[@POOL]",
+                    help="with --current: benchmark results of the running pools; the drift section says "
+                    "which bounds no longer hold, and the re-plan dilates the pools measured slower than their band")
 
 
 def add_frontier(sub: argparse._SubParsersAction) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +47,9 @@ class ResolvedProblem:
     entry_costs: tuple[DeviceCost | None, ...] = ()
     site_costs: tuple[SiteCost | None, ...] = ()
     calibration_file: CalibrationFile | None = None  # software.calibration, when the problem names one
+    # measured drift of running pools (service, role, hardware card, factor): every iteration of
+    # those pools takes `factor` x the model's time (solver/candidates/dilation.py)
+    latency_scale: tuple[tuple[str, str, str, float], ...] = ()
 
     def caps_of(self, hw: int) -> tuple[float, ...]:
         return self.caps[hw] if self.caps else (self.power_w[hw],)
@@ -328,4 +331,4 @@ def derive(
         update["objective"] = objective
     if not update:
         return rp
-    return resolve(problem.model_copy(update=update), rp.doc)
+    return replace(resolve(problem.model_copy(update=update), rp.doc), latency_scale=rp.latency_scale)

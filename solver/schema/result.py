@@ -13,6 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
+from solver.schema.drift import Drift
 from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
 
@@ -276,7 +277,7 @@ class TransitionResult(Strict):
 
 
 class PlanResult(Doc):
-    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components"})
+    _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components", "drift"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -302,6 +303,8 @@ class PlanResult(Doc):
     transition: TransitionResult | None = None
     cost_components: CostComponents | None = Field(
         None, description="problems with `cost:` entries: the hourly cost by component")
+    drift: Drift | None = Field(None, description="`plan --current RESULT.json --measured FILES`: the "
+                                "running plan's bounds under the measurements and what the re-plan changes")
 
 
 PlanResult.model_rebuild()
