@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 
@@ -187,7 +188,7 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
                for b in (error_band(engine, name, a.moe_layers > 0, user) for a in rp.archs)) / 100.0
     margin = max(rp.problem.constraints.safety_margin, band)
     try:
-        narrowed = resolve(_narrowed(rp.problem, name, j, margin), rp.doc)
+        narrowed = replace(resolve(_narrowed(rp.problem, name, j, margin), rp.doc), latency_scale=rp.latency_scale)
     except (ValueError, FleetplanError) as exc:  # the narrowed problem cannot be stated
         return Fallback(hardware=name, why=why, safety_margin=round(margin, 4), status="infeasible",
                         cost_per_hour=None, delta_cost_pct=None, devices_by_type={}, pools=[],

@@ -23,6 +23,7 @@ solver/decision/validity.py; it re-plans through `with_acceptance` below.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -43,7 +44,7 @@ def with_acceptance(rp: ResolvedProblem, si: int, a: float) -> ResolvedProblem:
     spec = svc.speculative.model_copy(update={"acceptance_rate": round(min(max(a, 0.0), 1.0), 6)})
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"speculative": spec})
-    return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
+    return replace(resolve(rp.problem.model_copy(update={"services": services}), rp.doc), latency_scale=rp.latency_scale)
 
 
 def with_hit_rate(rp: ResolvedProblem, si: int, h: float) -> ResolvedProblem:
@@ -53,7 +54,7 @@ def with_hit_rate(rp: ResolvedProblem, si: int, h: float) -> ResolvedProblem:
     pc = wl.prefix_cache.model_copy(update={"hit_rate": round(min(max(h, 0.0), MAX_HIT_RATE), 6)})
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"workload": wl.model_copy(update={"prefix_cache": pc})})
-    return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
+    return replace(resolve(rp.problem.model_copy(update={"services": services}), rp.doc), latency_scale=rp.latency_scale)
 
 
 def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | None = None) -> PlanResult:
@@ -66,7 +67,7 @@ def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | N
         services = list(p.services)
         services[speculation_of] = services[speculation_of].model_copy(update={"speculative": None})
         p = p.model_copy(update={"services": services})
-    return plan(resolve(p, rp.doc), opts, timings=False, compare=False)
+    return plan(replace(resolve(p, rp.doc), latency_scale=rp.latency_scale), opts, timings=False, compare=False)
 
 
 def _speculates(doc: PlanResult, si: int) -> bool:

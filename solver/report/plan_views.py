@@ -15,6 +15,7 @@ from solver.report.breakdown import (
     parallel_text,
 )
 from solver.report.decision_views import decision_paragraph, record_lines
+from solver.report.drift_views import drift_lines, drift_markdown
 from solver.report.runbook import markdown_lines as runbook_markdown
 from solver.report.text import table
 from solver.schema.result import PlanResult, ServiceResult
@@ -195,7 +196,8 @@ def to_table(doc: PlanResult) -> str:
         out += ["", _service_line(s), *_fleet_lines(s), table(*_pool_table(s, sites))]
     if sites:
         out += ["", table(SITE_HEADERS, _site_rows(doc), "lrlrrr")]
-    fleet = _hetero_lines(doc) + _transition_lines(doc)
+    fleet = _hetero_lines(doc) + _transition_lines(doc) + (
+        [f"drift: {x}" for x in drift_lines(doc.drift)[:-1]] if doc.drift is not None else [])
     out += [""] + fleet * bool(fleet) + [""] * bool(fleet)
     out += ["latencies in ms: predicted / SLO bound (bound applies with the safety margin)",
             components_text(doc), *_assumption_lines(doc), _solver_line(doc)]
@@ -258,6 +260,8 @@ def to_markdown(doc: PlanResult) -> str:
             out += ["## Heterogeneous vs homogeneous", "", *[f"- {x}" for x in _hetero_lines(doc)], ""]
         if doc.transition is not None:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
+        if doc.drift is not None:
+            out += drift_markdown(doc.drift, _md_table)
         out += _md_cost(doc)
         out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]
