@@ -159,3 +159,20 @@ def test_a_problem_naming_a_missing_or_mismatched_file_names_its_line(tmp_path, 
     prob.write_text(PROBLEM.format(cal="nope.yaml"))
     r = cli("check", str(prob))
     assert r.returncode == 2 and f"{prob}:13: software.calibration:" in r.stderr and "no such file" in r.stderr
+
+
+def test_cli_default_fits_through_the_replay_within_the_bounds(tmp_path):
+    # 10 rows (1 and 4 clients), 2 held out; 3 evaluations of the replay fit: the file is a
+    # replay calibration whose parameters lie inside their bounds
+    p = tmp_path / "small.csv"
+    p.write_text(rows_text(grid=[g for g in GRID if g[1] <= 4][:10]))
+    out = tmp_path / "replay.yaml"
+    r = cli("calibrate", str(p), "--engine", "vllm", "--out", str(out), "--held-out", "0.2", "--max-evals", "3")
+    assert r.returncode == 0, r.stderr
+    cal = Calibration.model_validate(yaml.safe_load(out.read_text()))
+    assert (cal.predictor, cal.split.fitted_rows, cal.split.held_out_rows) == ("replay", 8, 2)
+    from solver.accuracy.user_fit import BOUNDS
+
+    for name, lo, hi in BOUNDS:
+        assert lo <= getattr(cal.params, name) <= hi, name
+    assert cal.params.mixed_batch_slowdown == 1.0 and cal.params.wave_size_exponent == 0.0
