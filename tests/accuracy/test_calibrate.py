@@ -176,3 +176,18 @@ def test_cli_default_fits_through_the_replay_within_the_bounds(tmp_path):
     for name, lo, hi in BOUNDS:
         assert lo <= getattr(cal.params, name) <= hi, name
     assert cal.params.mixed_batch_slowdown == 1.0 and cal.params.wave_size_exponent == 0.0
+
+
+def test_shipped_and_written_calibrations_validate_against_the_published_schema(tmp_path, measured):
+    import jsonschema
+
+    from solver.schema.publish import json_schema
+    from tests.support.cli import ROOT
+
+    v = jsonschema.Draft202012Validator(json_schema("calibration"))
+    for path in sorted((ROOT / "hardware" / "calibration").glob("*.yaml")):
+        v.validate(yaml.safe_load(path.read_text()))
+    out = tmp_path / "c.yaml"
+    r = cli("calibrate", measured, "--engine", "vllm", "--out", str(out), "--model", "closed-form", "--max-evals", "5")
+    assert r.returncode == 0, r.stderr
+    v.validate(yaml.safe_load(out.read_text()))
