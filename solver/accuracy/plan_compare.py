@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from solver.accuracy.bench_rows import Known, file_values
 from solver.accuracy.readers.common import BenchPoint, read_user_file
 from solver.catalog import shipped
+from solver.catalog.calibration import load_calibration_file
 from solver.decision.bands import error_band
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.schema.bench_compare import MeasuredLatency, PlanComparison, PoolComparison
+from solver.schema.calibration import Calibration
 from solver.schema.pool import Pool
 from solver.schema.result import PlanResult, ServiceResult
 
@@ -86,6 +89,15 @@ def pick_pool(path: str, plan_path: str, pools: list[PlanPool], p: BenchPoint, f
                      f" pass --pool N (pools: {listing})")
 
 
+def _plan_calibration(doc: PlanResult) -> Calibration | None:
+    """The calibration file the plan was made with (`assumptions.calibration.file`), where it
+    is still there; None: the shipped one."""
+    use = doc.assumptions.calibration if doc.assumptions else None
+    if use is None or use.file is None or not Path(use.file).is_file():
+        return None
+    return load_calibration_file(use.file, "the plan's assumptions.calibration.file").calibration
+
+
 def _band(doc: PlanResult, pp: PlanPool) -> tuple[float, float, str]:
     bands = doc.decision.uncertainty.pools if doc.decision else []
     if len(bands) == sum(len(s.pools) for s in doc.services):
@@ -94,7 +106,7 @@ def _band(doc: PlanResult, pp: PlanPool) -> tuple[float, float, str]:
             return b.band_ttft_pct, b.band_tpot_pct, b.band_source
     engine = doc.assumptions.engine if doc.assumptions else None
     moe = ModelArch.from_card(shipped.model_card(pp.service.model)).moe_layers > 0
-    e = error_band(engine, pp.pool.hardware, moe, pp.service.model)
+    e = error_band(engine, pp.pool.hardware, moe, pp.service.model, _plan_calibration(doc))
     why = "the plan's decision record has no band for this pool" if doc.decision else "the plan carries no decision record"
     return e.ttft_pct, e.tpot_pct, f"{e.source} ({why})"
 

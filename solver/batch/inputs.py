@@ -149,7 +149,10 @@ def input_parts(rp: ResolvedProblem, flow: Flow) -> list[tuple[str, str]]:
     for j, h in enumerate(p.hardware):
         parts.append((f"hardware[{j}]", _card_file("hardware", h.type, doc_base)))
     cal = calibration_path(engine)
-    parts.append((f"calibration:{engine}", _sha_file(cal) if cal.is_file() else "none"))
+    if rp.calibration_file is not None:  # the problem's own calibration file
+        parts.append((f"calibration:{engine}", rp.calibration_file.sha256))
+    else:
+        parts.append((f"calibration:{engine}", _sha_file(cal) if cal.is_file() else "none"))
     for card in rp.hardware:
         folder = profile_folder(card.name, engine)
         for family in FAMILIES:

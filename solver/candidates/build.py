@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.candidates.dilation import dilate
 from solver.candidates.links import expand_links, link_classes, slower_link_matches
 from solver.candidates.misses import miss_messages
 from solver.candidates.table import (
@@ -124,10 +125,12 @@ def _evaluate(rp, s, arch, hw, role, plans, chunks, kv_link=None) -> rt.RoleMetr
     margin = rp.problem.constraints.safety_margin
     wl, slo, engine = workload_of(s, rp.speculation_of(s.name)), slo_of(s, margin), rp.engine
     if role == PREFILL:
-        return rt.prefill_role(arch, hw, plans, wl, slo, engine, kv_link)
-    if role == DECODE:
-        return rt.decode_role(arch, hw, plans, wl, slo, engine)
-    return colocated_role(arch, hw, plans, wl, slo, engine, chunks)
+        m = rt.prefill_role(arch, hw, plans, wl, slo, engine, kv_link)
+    elif role == DECODE:
+        m = rt.decode_role(arch, hw, plans, wl, slo, engine)
+    else:
+        m = colocated_role(arch, hw, plans, wl, slo, engine, chunks)
+    return dilate(rp.latency_scale, s.name, role, hw, plans, m, slo) if rp.latency_scale else m
 
 
 def _dominance_keep(hw_idx: np.ndarray, devices: np.ndarray, cap: np.ndarray,

@@ -88,7 +88,9 @@ def _cmd_plan(a: argparse.Namespace) -> int:
         require_matplotlib("--format html")  # before any solving
     opts = SolveOptions(time_limit_s=a.time_limit, seed=a.seed, workers=a.workers, solver_log=a.solver_log,
                         export_model=Path(a.export_model) if a.export_model else None)
-    rp = _load_base(a.problem)
+    from solver.accuracy.drift import drift_section, replan_inputs
+
+    rp, drift = replan_inputs(_load_base(a.problem), a.current, a.measured)
     if a.no_record:
         doc = plan(rp, opts, timings=not a.no_timings)
     else:
@@ -96,6 +98,8 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
         doc = decide(rp, opts, timings=not a.no_timings, replay=not a.no_replay,
                      record_seconds=a.record_seconds)
+    if drift is not None:
+        doc = doc.model_copy(update={"drift": drift_section(a.current, a.measured or [], drift, doc)})
     if a.format == "html":  # the report's frontier section: a small frontier of the same problem
         from solver.questions.report_frontier import report_frontier
         from solver.report.html import to_html
@@ -361,6 +365,22 @@ def _cmd_canary(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_calibrate(a: argparse.Namespace) -> int:
+    from solver.accuracy.user_calibration import calibrate
+    from solver.accuracy.user_fit import BOUNDS
+    from solver.catalog.calibration import load_calibration
+    from solver.report.calibration_views import calibration_text, calibration_yaml
+
+    flags = {"model": a.model_card, "hardware": a.hardware, "precision": a.precision, "tp": a.tp, "pp": a.pp,
+             "ep": a.ep, "dp": a.dp, "concurrency": a.concurrency, "input_tokens": a.input_tokens,
+             "output_tokens": a.output_tokens}
+    r = calibrate(a.measured, a.engine, flags, a.model, a.seed, a.held_out, a.max_evals)
+    _write_atomic(a.out, calibration_yaml(r.calibration))
+    bounds = {n: (lo, hi) for n, lo, hi in BOUNDS}
+    sys.stdout.write(calibration_text(r.calibration, bounds, load_calibration(a.engine), a.out) + "\n")
+    return 0
+
+
 COMMANDS = {
     "plan": _cmd_plan,
     "batch": _cmd_batch,
@@ -376,4 +396,5 @@ COMMANDS = {
     "deploy": _cmd_deploy,
     "canary": _cmd_canary,
     "profiles": profiles_cli.run,
+    "calibrate": _cmd_calibrate,
 }

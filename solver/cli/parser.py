@@ -10,8 +10,8 @@ import re
 
 from solver import __version__
 from solver.cli import argtypes as at
+from solver.cli import calibrate_cli, validate_flags
 from solver.cli import profiles as profiles_cli
-from solver.cli import validate_flags
 from solver.errors import InputError
 from solver.report.plan_views import RENDERERS as PLAN_FORMATS
 from solver.schema.cards import PRECISIONS
@@ -102,6 +102,11 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--export-model", metavar="FILE",
                     help="write the CP-SAT model of the plan's main solve (its primary stage, before "
                     "solving) to FILE as CP-SAT's text proto (a CpModelProto)")
+    pl.add_argument("--current", metavar="RESULT.json",
+                    help="the running plan: re-plan from it, with the problem's transition: costs")
+    pl.add_argument("--measured", nargs="+", metavar="FILE[@POOL]",
+                    help="with --current: benchmark results of the running pools; the drift section says "
+                    "which bounds no longer hold, and the re-plan dilates the pools measured slower than their band")
 
 
 def add_frontier(sub: argparse._SubParsersAction) -> None:
@@ -335,7 +340,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"fleetplan {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     for add in (add_estimate, add_plan, add_frontier, add_price_sweep, add_batch, add_simulate, add_trace, add_check,
-                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser):
+                add_validate, add_catalog, add_schema, add_deploy, add_canary, profiles_cli.add_parser,
+                calibrate_cli.add_parser):
         add(sub)
     at.state_ranges(p)
     return p

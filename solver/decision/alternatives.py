@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from dataclasses import replace
 from typing import Sequence
 
 import numpy as np
@@ -187,12 +188,13 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
     j, why = _most_available(rp, winner)
     name = rp.hardware_names[j]
     engine = rp.problem.software.engine
+    user = rp.calibration_file.calibration if rp.calibration_file is not None else None
     band = max(max(b.ttft_pct, b.tpot_pct)
-               for b in (error_band(engine, name, a.moe_layers > 0, m.name)
+               for b in (error_band(engine, name, a.moe_layers > 0, m.name, user)
                          for a, m in zip(rp.archs, rp.models))) / 100.0
     margin = max(rp.problem.constraints.safety_margin, band)
     try:
-        narrowed = resolve(_narrowed(rp.problem, name, j, margin), rp.doc)
+        narrowed = replace(resolve(_narrowed(rp.problem, name, j, margin), rp.doc), latency_scale=rp.latency_scale)
     except (ValueError, FleetplanError) as exc:  # the narrowed problem cannot be stated
         return Fallback(hardware=name, why=why, safety_margin=round(margin, 4), status="infeasible",
                         cost_per_hour=None, delta_cost_pct=None, devices_by_type={}, pools=[],

@@ -28,7 +28,7 @@ MIN_GROUP_ROWS = 8  # a validation group with fewer measured rows is too small t
 
 from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
 from solver.problem.load import ResolvedProblem
-from solver.schema.calibration import ValidationGroup
+from solver.schema.calibration import Calibration, ValidationGroup
 from solver.schema.decision import PoolBand, SloCheck, Uncertainty
 from solver.schema.result import PlanResult
 
@@ -51,7 +51,9 @@ def _describe(engine: str, g: ValidationGroup, note: str = "") -> str:
 def _pick(groups: list[ValidationGroup], hardware: str, kind: str,
           model: str | None) -> tuple[ValidationGroup, str]:
     """The narrowest group with enough rows for (hardware, kind, model), and a note on why a
-    narrower one was not used ('' when the first choice was)."""
+    narrower one was not used ('' when the first choice was). A group held out of a user's fit
+    comes before its fitted twin (the held-out error is the honest one)."""
+    groups = sorted(groups, key=lambda g: g.fitted)
     enough = [g for g in groups if g.rows >= MIN_GROUP_ROWS]
     own = [g for g in groups if g.hardware == hardware and g.models == kind and g.model == model and model]
     mine = [g for g in enough if g.hardware == hardware and g.models == kind and g.model is None]
@@ -65,16 +67,19 @@ def _pick(groups: list[ValidationGroup], hardware: str, kind: str,
     other = [g for g in enough if g.hardware == hardware and g.model is None]
     if other:
         return other[0], f"no {kind} rows on {hardware} (at least {MIN_GROUP_ROWS}), its {other[0].models} rows used"
-    kinds = [g for g in enough if g.model is None] or [g for g in groups if g.model is None]
-    worst = max(kinds, key=lambda v: max(v.ttft_median_abs_pct, v.tpot_median_abs_pct))
+    kinds = [g for g in enough if g.model is None] or [g for g in groups if g.model is None] or groups
+    worst = max(kinds, key=lambda v: (max(v.ttft_median_abs_pct, v.tpot_median_abs_pct), not v.fitted))
     return worst, f"no measured rows on {hardware}: the worst measured group is assumed"
 
 
-def error_band(engine: str | None, hardware: str, moe: bool, model: str | None = None) -> ErrorBand:
-    """The band of a pool of `model` (a model card's name; None: any model of its kind)."""
-    name = engine or DEFAULT_ENGINE
-    cal = load_calibration(name)
-    prefix = ""
+def error_band(engine: str | None, hardware: str, moe: bool, model: str | None = None,
+               user: Calibration | None = None) -> ErrorBand:
+    """The band of a pool of `model` (a model card's name; None: any model of its kind) on
+    `hardware`, from `user` (a problem's own calibration file) when given, else from the
+    engine's shipped calibration."""
+    name = user.engine if user is not None else engine or DEFAULT_ENGINE
+    cal = user if user is not None else load_calibration(name)
+    prefix = "" if user is None else "problem's calibration file: "
     if cal is None or not cal.validation:
         cal = load_calibration(DEFAULT_ENGINE)
         prefix = f"no calibration for {name}; "
@@ -109,13 +114,14 @@ def _checks(pool, slo, band: ErrorBand) -> list[SloCheck]:
 def plan_uncertainty(rp: ResolvedProblem, doc: PlanResult) -> Uncertainty:
     """Every pool's predictions against its SLO bounds, at the centre and at the band's edge."""
     engine = rp.problem.software.engine
+    user = rp.calibration_file.calibration if rp.calibration_file is not None else None
     pools: list[PoolBand] = []
     central: list[str] = []
     for si, svc in enumerate(doc.services):
         slo = rp.problem.services[si].slo
         moe = rp.archs[si].moe_layers > 0
         for pool in svc.pools:
-            band = error_band(engine, pool.hardware, moe, rp.models[si].name)
+            band = error_band(engine, pool.hardware, moe, rp.models[si].name, user)
             checks = _checks(pool, slo, band)
             pools.append(PoolBand(
                 service=svc.name, role=pool.role, hardware=pool.hardware,

@@ -27,6 +27,7 @@ solver/decision/validity.py; it re-plans through `with_acceptance` below.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,7 +48,7 @@ def with_acceptance(rp: ResolvedProblem, si: int, a: float) -> ResolvedProblem:
     spec = svc.speculative.model_copy(update={"acceptance_rate": round(min(max(a, 0.0), 1.0), 6)})
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"speculative": spec})
-    return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
+    return replace(resolve(rp.problem.model_copy(update={"services": services}), rp.doc), latency_scale=rp.latency_scale)
 
 
 def shared_share(rp: ResolvedProblem, si: int) -> float:
@@ -69,7 +70,7 @@ def with_hit_rate(rp: ResolvedProblem, si: int, h: float) -> ResolvedProblem:
     pc = wl.prefix_cache.model_copy(update=update)
     services = list(rp.problem.services)
     services[si] = svc.model_copy(update={"workload": wl.model_copy(update={"prefix_cache": pc})})
-    return resolve(rp.problem.model_copy(update={"services": services}), rp.doc)
+    return replace(resolve(rp.problem.model_copy(update={"services": services}), rp.doc), latency_scale=rp.latency_scale)
 
 
 def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | None = None,
@@ -87,7 +88,7 @@ def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | N
         p = p.model_copy(update={"services": services})
     else:
         p = p.model_copy(update={"search": p.search.model_copy(update={"cp": [1]})})
-    return plan(resolve(p, rp.doc), opts, timings=False, compare=False)
+    return plan(replace(resolve(p, rp.doc), latency_scale=rp.latency_scale), opts, timings=False, compare=False)
 
 
 def _speculates(doc: PlanResult, si: int) -> bool:

@@ -7,11 +7,12 @@ import datetime as dt
 
 from solver import __version__
 from solver.candidates.build import service_roles
-from solver.catalog.calibration import DEFAULT_ENGINE, load_calibration
+from solver.catalog.calibration import DEFAULT_ENGINE, CalibrationFile, load_calibration
 from solver.perf.operators.measured import families_asked
 from solver.perf.operators.tables import measured_tables
 from solver.plan.services import slo_bounds
 from solver.problem.load import ResolvedProblem
+from solver.schema.calibration import Calibration
 from solver.schema.result import (
     Assumptions,
     CalibrationUse,
@@ -52,6 +53,17 @@ def families_considered(rp: ResolvedProblem) -> Drawn:
     return {k: frozenset(v) for k, v in out.items()}
 
 
+def _calibration_use(cal: Calibration, cf: CalibrationFile | None) -> CalibrationUse:
+    held = cal.split.held_out_error if cal.split is not None else None
+    return CalibrationUse(
+        engine=cal.engine, fitted_on=cal.fitted_on, fitted_at=cal.fitted_at,
+        source_sha256=cal.source_sha256, ttft_median_abs_pct=cal.fit_error.ttft_median_abs_pct,
+        tpot_median_abs_pct=cal.fit_error.tpot_median_abs_pct,
+        file=cf.path if cf is not None else None, file_sha256=cf.sha256 if cf is not None else None,
+        held_out_ttft_median_abs_pct=held.ttft_median_abs_pct if held is not None else None,
+        held_out_tpot_median_abs_pct=held.tpot_median_abs_pct if held is not None else None)
+
+
 def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None) -> Assumptions:
     """Which engine, calibration and measured tables the predictions rest on (the tables of
     the families in `drawn`, per card), and which of them are stale or were measured on another
@@ -59,7 +71,8 @@ def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None)
     engine = rp.problem.software.engine or DEFAULT_ENGINE
     declared = rp.problem.software.version
     today = today or dt.date.today()
-    cal = load_calibration(engine)
+    cf = rp.calibration_file
+    cal = cf.calibration if cf is not None else load_calibration(engine)
     uses: list[ProfileUse] = []
     missing: list[str] = []
     for card, tables in zip(rp.hardware, measured_tables(rp.hardware, engine).members):
@@ -81,10 +94,7 @@ def assumptions(rp: ResolvedProblem, drawn: Drawn, today: dt.date | None = None)
             ))
     return Assumptions(
         engine=engine, engine_version=declared,
-        calibration=None if cal is None else CalibrationUse(
-            engine=cal.engine, fitted_on=cal.fitted_on, fitted_at=cal.fitted_at,
-            source_sha256=cal.source_sha256, ttft_median_abs_pct=cal.fit_error.ttft_median_abs_pct,
-            tpot_median_abs_pct=cal.fit_error.tpot_median_abs_pct),
+        calibration=None if cal is None else _calibration_use(cal, cf),
         profiles=uses, hardware_without_profiles=missing, remeasure_after_days=REMEASURE_AFTER_DAYS,
         workloads=[
             WorkloadAssumption(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from solver.catalog import shipped
-from solver.catalog.calibration import engine_params
+from solver.catalog.calibration import CalibrationFile, engine_params, load_calibration_file
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.perf.speculative import Speculation
@@ -48,6 +48,10 @@ class ResolvedProblem:
     entry_costs: tuple[DeviceCost | None, ...] = ()
     site_costs: tuple[SiteCost | None, ...] = ()
     horizon: Horizon | None = None  # demand over time (problem/periods.py); None: one period
+    calibration_file: CalibrationFile | None = None  # software.calibration, when the problem names one
+    # measured drift of running pools (service, role, hardware card, factor): every iteration of
+    # those pools takes `factor` x the model's time (solver/candidates/dilation.py)
+    latency_scale: tuple[tuple[str, str, str, float], ...] = ()
 
     def caps_of(self, hw: int) -> tuple[float, ...]:
         return self.caps[hw] if self.caps else (self.power_w[hw],)
@@ -156,6 +160,7 @@ def _workloads(problem: Problem, doc: YamlDoc, base: Path | None) -> Problem:
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
     problem = _workloads(problem, doc, base)
+    problem, cal_file = _calibration_file(problem, doc, base)
     models: list[ModelCard] = []
     archs: list[ModelArch] = []
     for i, s in enumerate(problem.services):
@@ -201,7 +206,8 @@ def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
         prices=prices,
         supplies=tuple(h.supply for h in problem.hardware),
         power_w=tuple(h.power_w or c.power_w for h, c in zip(problem.hardware, cards)),
-        engine=effective_engine(problem),
+        engine=effective_engine(problem, cal_file),
+        calibration_file=cal_file,
         site_names=tuple(s.name for s in problem.sites or []),
         site_supplies=site_supplies,
         site_prices=site_prices,
@@ -259,9 +265,28 @@ def _sites(problem: Problem, prices: tuple[float, ...]):
     return tuple(supplies), tuple(site_prices)
 
 
-def effective_engine(problem: Problem) -> EngineParams:
-    """Calibrated parameters of the declared engine, with the fields the problem sets on top."""
-    base = engine_params(problem.software.engine)
+def _calibration_file(problem: Problem, doc: YamlDoc, base) -> tuple[Problem, CalibrationFile | None]:
+    """The calibration file `software.calibration` names (relative to the problem file), and
+    the problem with `software.engine` set to the file's engine; a file of another engine than
+    the one declared is an error naming the line."""
+    ref = problem.software.calibration
+    if ref is None:
+        return problem, None
+    where = _where(doc, ("software", "calibration"))
+    path = Path(ref) if Path(ref).is_absolute() or base is None else base / ref
+    cf = load_calibration_file(path, where)
+    declared = problem.software.engine
+    if declared is not None and declared != cf.calibration.engine:
+        raise InputError(f"{where}: software.calibration: {ref} calibrates {cf.calibration.engine}, "
+                         f"the problem declares software.engine {declared}")
+    software = problem.software.model_copy(update={"engine": cf.calibration.engine})
+    return problem.model_copy(update={"software": software}), cf
+
+
+def effective_engine(problem: Problem, cal_file: CalibrationFile | None = None) -> EngineParams:
+    """Calibrated parameters of the declared engine (or of the problem's calibration file), with
+    the fields the problem sets on top."""
+    base = engine_params(problem.software.engine, cal_file)
     given = {k: getattr(problem.engine, k) for k in problem.engine.model_fields_set}
     return base.model_copy(update=given)
 
@@ -319,4 +344,4 @@ def derive(
         update["objective"] = objective
     if not update:
         return rp
-    return resolve(problem.model_copy(update=update), rp.doc)
+    return replace(resolve(problem.model_copy(update=update), rp.doc), latency_scale=rp.latency_scale)

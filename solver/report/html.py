@@ -14,6 +14,7 @@ from __future__ import annotations
 from solver.report import plots, runbook
 from solver.report.breakdown import POWER_NOTE, cost_breakdown
 from solver.report.decision_views import decision_paragraph
+from solver.report.drift_views import drift_html
 from solver.report.html_markup import bullets, esc, money, para, section
 from solver.report.html_sections import (
     alternatives_section,
@@ -100,6 +101,8 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     else:
         sections.append(("pools", "Pools", pools_section(doc)))
         sections.append(("latency", "Latency vs SLO", latency_section(doc)))
+        if doc.drift is not None:
+            sections.append(("drift", "Drift of the running plan", drift_html(doc.drift)))
         sections.append(("cost", "Cost breakdown", cost_section(cost_breakdown(doc))))
         sections.append(("frontier", "Frontier: cost vs served traffic", frontier_section(doc, frontier)))
     r = doc.decision

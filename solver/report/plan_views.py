@@ -19,6 +19,7 @@ from solver.report.breakdown import (
     site_rows,
 )
 from solver.report.decision_views import decision_paragraph, headroom_line, record_lines
+from solver.report.drift_views import drift_lines, drift_markdown
 from solver.report.periods_views import (
     COMMITTED_HEADERS,
     PERIOD_HEADERS,
@@ -195,7 +196,8 @@ def to_table(doc: PlanResult) -> str:
         out += ["", _service_line(s), *_fleet_lines(s), table(*_pool_table(s, sites))]
     if sites:
         out += ["", table(SITE_HEADERS, site_rows(doc), "lrlrrr")]
-    fleet = _hetero_lines(doc) + _transition_lines(doc)
+    fleet = _hetero_lines(doc) + _transition_lines(doc) + (
+        [f"drift: {x}" for x in drift_lines(doc.drift)[:-1]] if doc.drift is not None else [])
     if doc.periods is not None:
         pr = doc.periods
         fleet += [summary_line(pr), table(COMMITTED_HEADERS, committed_rows(pr))] * bool(pr.committed)
@@ -268,6 +270,8 @@ def to_markdown(doc: PlanResult) -> str:
             out += ["## Transition", "", *[f"- {x.strip()}" for x in _transition_lines(doc)], ""]
         if doc.periods is not None:
             out += periods_markdown(doc.periods, _md_table)
+        if doc.drift is not None:
+            out += drift_markdown(doc.drift, _md_table)
         out += _md_cost(doc)
         out += runbook_markdown(doc)
     out += ["## Assumptions", "", *[f"- {x}" for x in _assumption_lines(doc)], ""]

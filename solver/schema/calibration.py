@@ -41,6 +41,19 @@ class ValidationGroup(Strict):
     tpot_bias_pct: float
 
 
+class CalibrationSplit(Strict):
+    """`fleetplan calibrate`: which of the user's rows were fitted and which held out."""
+
+    files: list[str] = Field(min_length=1, max_length=256, description="the measured files, in order")
+    seed: int = Field(ge=0, le=2**32 - 1, description="the seed of the held-out draw")
+    held_out_fraction: float = Field(gt=0, lt=1)
+    fitted_rows: int = Field(ge=0)
+    held_out_rows: int = Field(ge=0)
+    held_out: list[str] = Field(max_length=5000, description="FILE:LINE of every held-out row")
+    fitted_error: FitError = Field(description="on the fitted rows")
+    held_out_error: FitError = Field(description="on the held-out rows, never fitted on")
+
+
 class Calibration(Strict):
     engine: str
     params: EngineParams
@@ -61,3 +74,7 @@ class Calibration(Strict):
         description="closed-form error per hardware and model kind with the fitted parameters "
         "(the uncertainty bands of a plan, which the closed form prices, come from here)",
     )
+    split: CalibrationSplit | None = Field(
+        None, description="a user's refit (`fleetplan calibrate`): the held-out split; its "
+        "`validation` has a fitted and a held-out group per hardware and model kind, and a plan's "
+        "bands take the held-out one")

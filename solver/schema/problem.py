@@ -326,10 +326,16 @@ class Constraints(Strict):
 
 class Software(Strict):
     """The serving stack the plan is for: selects the engine's calibrated parameters
-    (hardware/calibration/<engine>.yaml); `engine:` fields given in the problem override them."""
+    (hardware/calibration/<engine>.yaml, or the file `calibration` names); `engine:` fields
+    given in the problem override them."""
 
     engine: Literal["vllm", "sglang", "trtllm"] | None = None
     version: str | None = Field(None, min_length=1, max_length=100)
+    calibration: str | None = Field(
+        None, min_length=1, max_length=1000,
+        description="a calibration file (`fleetplan calibrate --out`; relative to the problem file) "
+        "used instead of the shipped one: its parameters, and its validation groups as the plan's "
+        "error bands; its engine is the plan's (software.engine, when given, must agree)")
 
 
 class Problem(Strict):

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from solver import __version__
 from solver.schema.batch import BatchRecord, BatchSummary
 from solver.schema.bench_compare import PlanComparison
+from solver.schema.calibration import Calibration
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.estimate import EstimateResult
 from solver.schema.problem import Problem
@@ -42,6 +43,8 @@ DOCUMENTS: dict[str, tuple[type[BaseModel], Literal["validation", "serialization
     "batch-record": (BatchRecord, "serialization", "fleetplan batch: DIR/results/<key>.record.json"),
     "simulation": (SimulationResult, "serialization", "fleetplan simulate --format json"),
     "trace": (TraceSummary, "serialization", "fleetplan trace --format json"),
+    "calibration": (Calibration, "validation", "an engine calibration (hardware/calibration/*.yaml, "
+                    "fleetplan calibrate --out, a problem's software.calibration)"),
 }
 
 

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from solver.schema.base import Strict
 from solver.schema.decision import DecisionRecord
+from solver.schema.drift import Drift
 from solver.schema.periods_result import PeriodsResult
 from solver.schema.pool import CostComponents, Doc, Pool, Predicted, Role
 
@@ -145,6 +146,12 @@ class CalibrationUse(Strict):
     source_sha256: str
     ttft_median_abs_pct: float
     tpot_median_abs_pct: float
+    file: str | None = Field(None, description="the calibration file the problem named "
+                             "(software.calibration); null: the shipped one of the engine")
+    file_sha256: str | None = None
+    held_out_ttft_median_abs_pct: float | None = Field(
+        None, description="a user's refit (fleetplan calibrate): the error on its held-out rows")
+    held_out_tpot_median_abs_pct: float | None = None
 
 
 class WorkloadAssumption(Strict):
@@ -275,7 +282,7 @@ class TransitionResult(Strict):
 
 class PlanResult(Doc):
     _omit_when_none = frozenset({"sites", "heterogeneity", "transition", "cost_components",
-                                 "traffic_headroom_multiple", "traffic_headroom_service", "periods"})
+                                 "traffic_headroom_multiple", "traffic_headroom_service", "periods", "drift"})
 
     problem: str
     status: Literal["optimal", "feasible", "infeasible"]
@@ -309,6 +316,8 @@ class PlanResult(Doc):
         None, description="the service whose capacity sets traffic_headroom_multiple")
     periods: PeriodsResult | None = Field(
         None, description="demand over time: the fleet, cost and utilisation of every period")
+    drift: Drift | None = Field(None, description="`plan --current RESULT.json --measured FILES`: the "
+                                "running plan's bounds under the measurements and what the re-plan changes")
 
 
 PlanResult.model_rebuild()
