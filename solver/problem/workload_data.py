@@ -27,7 +27,6 @@ import csv
 import io
 import math
 import os
-import stat
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from solver.errors import InputError
 from solver.replay.sources.trace import load_trace, parse_tokens, read_regular
 from solver.schema.problem import TokenDist, Workload
 from solver.schema.trace import LengthStats, TraceSummary, TraceWindow
+from solver.schema.userfile import read_user_bytes
 
 DEFAULT_WINDOW_S = 60.0  # one minute: many gaps per window at the Azure traces' 2.6-5.5 req/s
 MAX_WINDOWS = 1_000_000  # windows a summary holds (a week at 1 s windows is 604,800)
@@ -185,12 +185,10 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def is_lengths_file(path: str) -> bool:
     """Whether a CSV's header is a length distribution's (a `field` column: field, tokens, share)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False  # a FIFO would block here; the reader names what it is
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            head = fh.readline(4096)
-    except OSError:
-        return False
+        head = read_user_bytes(path, MAX_LENGTHS_BYTES, "length-distribution file", head=4096)
+    except InputError:
+        return False  # the reader names what is wrong with the file
+    head = head.decode("utf-8-sig", errors="replace").splitlines()[0] if head.strip() else ""
     return "field" in {h.strip().lower() for h in head.split(",")}
 
 

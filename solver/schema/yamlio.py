@@ -16,6 +16,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from solver.errors import InputError
+from solver.schema.userfile import MAX_DOC_BYTES, read_user_text
+from solver.schema.yamlbound import YAML_LIMITS, BoundedLoader, YamlLimits
 
 Loc = tuple[str | int, ...]
 
@@ -48,8 +50,11 @@ def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str,
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise InputError(f"{where}:{line}: {_dotted(path)}: a key must be a name, "
+                                 f"not a {'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'}")
+            key = key_node.value
             if key in seen:
                 raise InputError(
                     f"{where}:{line}: {_dotted(path + (key,))}: duplicate key "
@@ -64,40 +69,50 @@ def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str,
             _walk(item, path + (i,), lines, where, seen_nodes)
 
 
-def parse_yaml(text: str, where: str) -> YamlDoc:
+def _syntax_error(exc: yaml.YAMLError, where: str) -> InputError:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None) or ""
+    opened = getattr(exc, "context_mark", None)
+    if opened is not None and mark is not None and opened.line != mark.line and (
+        "flow" in context or "quoted" in context
+    ):
+        # An unclosed '[', '{' or quote: the parser gives up lines later (or at the end of
+        # the file), but the line to fix is the one where it was opened.
+        mark, problem = opened, f"{context} opened here: {problem} (line {mark.line + 1})"
+    line = f":{mark.line + 1}" if mark is not None else ""
+    if mark is None and isinstance(exc, yaml.reader.ReaderError):
+        problem = f"{exc.reason} (character {exc.character!r} at position {exc.position})"
+    return InputError(f"{where}{line}: YAML syntax error: {problem}")
+
+
+def parse_yaml(text: str, where: str, limits: YamlLimits = YAML_LIMITS) -> YamlDoc:
+    """The document of `text`, parsed once (composed within `limits`, then constructed)."""
+    if len(text) > limits.max_chars:
+        raise InputError(f"{where}: {len(text):,} characters, over the {limits.max_chars:,} a YAML "
+                         "document may have")
+    loader = None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = BoundedLoader(text, where, limits)
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        context = getattr(exc, "context", None) or ""
-        opened = getattr(exc, "context_mark", None)
-        if opened is not None and mark is not None and opened.line != mark.line and (
-            "flow" in context or "quoted" in context
-        ):
-            # An unclosed '[', '{' or quote: the parser gives up lines later (or at the end of
-            # the file), but the line to fix is the one where it was opened.
-            mark, problem = opened, f"{context} opened here: {problem} (line {mark.line + 1})"
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{where}{line}: YAML syntax error: {problem}") from None
+        raise _syntax_error(exc, where) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     lines: dict[Loc, int] = {(): 1}
     if root is not None:
         _walk(root, (), lines, where)
     return YamlDoc(where, data, lines)
 
 
-def load_yaml(path: str | Path) -> YamlDoc:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
-    return parse_yaml(text, str(p))
+def load_yaml(path: str | Path, what: str = "YAML file", limits: YamlLimits = YAML_LIMITS,
+              limit_bytes: int = MAX_DOC_BYTES) -> YamlDoc:
+    """A YAML (or JSON) file a user named: a regular file of at most `limit_bytes`
+    (schema/userfile.py), composed within `limits` (schema/yamlbound.py)."""
+    text = read_user_text(path, limit_bytes, what, encoding="utf-8-sig")
+    return parse_yaml(text, str(path), limits)
 
 
 def _dotted(loc: Loc) -> str:

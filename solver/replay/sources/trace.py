@@ -29,9 +29,7 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -41,8 +39,9 @@ import numpy as np
 from solver.errors import InputError
 from solver.replay.requests import RequestTable
 from solver.replay.sources.open_loop import MAX_REQUESTS, ArrivalSource
+from solver.schema.userfile import MAX_DATA_BYTES, read_user_text
 
-MAX_TRACE_BYTES = 256 << 20  # 256 MiB: ~6 million rows of the Azure format (~37 bytes a row), all held in memory
+MAX_TRACE_BYTES = MAX_DATA_BYTES  # 256 MiB, 256 MiB: ~6 million rows of the Azure format (~37 bytes a row), all held in memory
 MAX_TOKENS = 10_000_000  # per request, as the problem file's token counts (solver/schema/problem.py)
 
 ALIASES = {
@@ -73,28 +72,9 @@ class Trace:
 
 
 def read_regular(path: str | Path, limit_bytes: int = MAX_TRACE_BYTES) -> str:
-    """The text of a regular file of at most `limit_bytes`; anything else is an InputError."""
-    p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{p}: not a regular file (a directory, FIFO or device); give a trace file")
-    if st.st_size > limit_bytes:
-        raise InputError(f"{p}: {st.st_size:,} bytes, over the {limit_bytes:,}-byte limit for a trace")
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read(limit_bytes + 1)
-        if len(raw) > limit_bytes:
-            raise InputError(f"{p}: over the {limit_bytes:,}-byte limit for a trace")
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    """The text of a regular file of at most `limit_bytes`; anything else is an InputError
+    (solver/schema/userfile.py)."""
+    return read_user_text(path, limit_bytes, "trace file")
 
 
 def parse_time(raw, where: str) -> float | int:
