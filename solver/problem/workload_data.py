@@ -42,6 +42,7 @@ from solver.schema.userfile import read_user_bytes
 DEFAULT_WINDOW_S = 60.0  # one minute: many gaps per window at the Azure traces' 2.6-5.5 req/s
 MAX_WINDOWS = 1_000_000  # windows a summary holds (a week at 1 s windows is 604,800)
 MAX_LENGTHS_BYTES = 64 << 20  # 64 MiB: over a million bins of `field,tokens,share` (~30 bytes a row)
+MAX_SHARE = 1e12  # a row's share (a request count or a fraction); a field's sum stays within TokenDist's weights
 FIELDS = ("input_tokens", "output_tokens")
 _SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 
@@ -168,8 +169,8 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             w = float(share)
         except ValueError:
             w = math.nan
-        if not (math.isfinite(w) and w >= 0):
-            raise InputError(f"{where}: share: expected a finite number >= 0 (got {share!r})")
+        if not (math.isfinite(w) and 0 <= w <= MAX_SHARE):
+            raise InputError(f"{where}: share: expected a number from 0 to {MAX_SHARE:g} (got {share[:40]!r})")
         rows[field][0].append(t)
         rows[field][1].append(w)
     out = {}

@@ -64,6 +64,8 @@ def load_json(path: str, text: str) -> Any:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # an integer over 4,300 digits, nesting too deep
+        raise InputError(f"{path}: not valid JSON: {str(exc)[:120]}") from None
     docs = []
     for i, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -71,6 +73,8 @@ def load_json(path: str, text: str) -> Any:
                 docs.append(json.loads(line))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}:{i}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"{path}:{i}: not valid JSON: {str(exc)[:120]}") from None
     return docs
 
 

@@ -150,7 +150,7 @@ def _records(text: str, path: str, jsonl: bool):
                 continue
             try:
                 obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:  # ValueError: also an integer over 4,300 digits
                 raise InputError(f"{path}:{i}: not a JSON object ({getattr(exc, 'msg', exc)})") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{i}: expected a JSON object per line (got {type(obj).__name__})")
