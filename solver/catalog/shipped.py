@@ -14,6 +14,7 @@ from typing import Literal
 
 from solver.errors import InputError
 from solver.schema.cards import HardwareCard, ModelCard
+from solver.schema.suggest import unknown_name
 from solver.schema.yamlio import load_yaml, validate_doc
 
 Kind = Literal["models", "hardware", "problems", "traces"]
@@ -50,9 +51,10 @@ def resolve(kind: Kind, ref: str, base: Path | None = None) -> Path:
         return p
     p = data_dir(kind) / f"{ref}.yaml"
     if not p.is_file():
-        known = ", ".join(names(kind))
         what = {"models": "model", "hardware": "hardware", "problems": "problem"}[kind]
-        raise InputError(f"unknown {what} '{ref}'; shipped: {known} (or give a path to a YAML card)")
+        listing = f"`fleetplan catalog {kind}`" if kind != "problems" else f"{data_dir(kind)}"
+        text = unknown_name(what, ref, names(kind), listing)
+        raise InputError(f"{text}; or give a path to a YAML {'card' if kind != 'problems' else 'file'}")
     return p
 
 

@@ -36,6 +36,7 @@ from solver.catalog import shipped
 from solver.errors import InputError
 from solver.replay.sources.trace import load_trace, parse_tokens, read_regular
 from solver.schema.problem import TokenDist, Workload
+from solver.schema.suggest import unknown_name
 from solver.schema.trace import LengthStats, TraceSummary, TraceWindow
 from solver.schema.userfile import read_user_bytes
 
@@ -52,8 +53,9 @@ def data_path(ref: str, base: Path | None) -> Path:
     if "/" not in ref and not ref.lower().endswith(_SUFFIXES) and not ref.startswith("."):
         p = shipped.data_dir("traces") / f"{ref}.csv"
         if not p.is_file():
-            known = ", ".join(sorted(q.stem for q in shipped.data_dir("traces").glob("*.csv")))
-            raise InputError(f"unknown trace '{ref}'; shipped: {known} (or give a path to a file)")
+            known = [q.stem for q in shipped.data_dir("traces").glob("*.csv")]
+            text = unknown_name("trace", ref, known, "`fleetplan catalog`")
+            raise InputError(f"{text} (or give a path to a file)")
         return p
     p = Path(ref)
     if base is not None and not p.is_absolute() and (base / p).exists():
@@ -170,7 +172,7 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         except ValueError:
             w = math.nan
         if not (math.isfinite(w) and 0 <= w <= MAX_SHARE):
-            raise InputError(f"{where}: share: expected a number from 0 to {MAX_SHARE:g} (got {share[:40]!r})")
+            raise InputError(f"{where}: share: expected a finite number >= 0 and at most {MAX_SHARE:g} (got {share[:40]!r})")
         rows[field][0].append(t)
         rows[field][1].append(w)
     out = {}

@@ -8,6 +8,7 @@ back to the line a user wrote. Duplicate keys are errors (PyYAML would silently 
 from __future__ import annotations
 
 import reprlib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from solver.errors import InputError
+from solver.schema.suggest import did_you_mean
 from solver.schema.userfile import MAX_DOC_BYTES, read_user_text
 from solver.schema.yamlbound import YAML_LIMITS, BoundedLoader, YamlLimits
 
@@ -151,8 +153,30 @@ _short_repr.maxlevel, _short_repr.maxlist, _short_repr.maxdict = 3, 8, 8
 _short_repr.maxstring = _short_repr.maxother = 60
 
 
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation may hold (through Optional, unions, lists, dicts)."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    return [m for a in typing.get_args(ann) for m in _models_in(a)]
+
+
+def _known_keys(model: type[BaseModel] | None, loc: Loc) -> set[str]:
+    """The keys the model accepts at `loc` (a path of the user's keys and indexes)."""
+    if model is None:
+        return set()
+    current: list[type[BaseModel]] = [model]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nxt = [m for c in current for f in [c.model_fields.get(part)] if f is not None
+               for m in _models_in(f.annotation)]
+        current = nxt or current  # a dict's key (a sweep path): the models stay
+    return {k for c in current for k, f in c.model_fields.items()} | {
+        f.alias for c in current for f in c.model_fields.values() if f.alias}
+
+
 def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = (),
-                              data: Any = None) -> str:
+                              data: Any = None, model: type[BaseModel] | None = None) -> str:
     """One line per problem: file:line: field: message."""
     msgs: list[str] = []
     seen: set[str] = set()
@@ -163,7 +187,8 @@ def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = 
         line = doc.line_of(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            text = f"unknown key '{err['loc'][-1]}'"
+            key = str(err["loc"][-1])
+            text = f"unknown key '{key}'" + did_you_mean(key, _known_keys(model, loc[len(prefix):-1]))
         elif kind == "missing":
             text = "required field is missing"
         else:
@@ -185,4 +210,4 @@ def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix:
         return model.model_validate(doc.data if data is None else data)
     except ValidationError as exc:
         raw = doc.data if data is None else data
-        raise InputError(describe_validation_error(exc, doc, prefix, raw)) from None
+        raise InputError(describe_validation_error(exc, doc, prefix, raw, model)) from None
