@@ -32,7 +32,7 @@ def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], I
     def records():
         for i, raw in enumerate(reader, start=2):
             def bad(field: str, why: str, i=i, raw=raw) -> InputError:
-                return InputError(f"{path}:{i}: {field}: {why} (got {raw.get(field)!r})")
+                return InputError(f"{path}:{i}: {field}: {why} (got {repr(raw.get(field))[:40]})")
 
             if None in raw:
                 raise InputError(f"{path}:{i}: more values than columns")

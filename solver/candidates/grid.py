@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
 
-# rows of one (service, role)'s grid: the performance model holds ~40 float columns per row,
-# so 2 million rows are ~0.6 GB at its peak; the shipped problems' largest grid has ~70,000
-MAX_GRID_ROWS = 2_000_000
+# rows of one (service, role)'s grid: the performance model evaluates some 30,000 rows a second
+# on one loaded core and holds ~40 float columns per row, so 500,000 rows are ~15 s and ~0.2 GB;
+# the shipped problems' largest grid has under 10,000
+MAX_GRID_ROWS = 500_000
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,8 @@ def check_grid_size(axes: Axes, where: str, service: str, role: str, extra: dict
         return
     sizes = {k: len(v) for k, v in axes.values.items() if len(v) > 1}
     sizes.update({k: n for k, n in extra.items() if n > 1})
-    shown = " x ".join(f"{n} {k}" for k, n in sizes.items())
+    label = {"hw": "hardware options", "wprec": "precisions", "kvprec": "KV precisions", "spec": "speculation"}
+    shown = " x ".join(f"{n} {label.get(k, k)}" for k, n in sizes.items())
     raise InputError(f"{where}: search: the {role} grid of service '{service}' has {axes.rows:,} "
                      f"rows ({shown}), over the limit of {MAX_GRID_ROWS:,}; give fewer values in "
                      "search: (or fewer hardware entries, power caps or precisions)")

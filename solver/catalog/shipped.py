@@ -8,6 +8,7 @@ their stem) ship the same way, in `solver/_data/traces`.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -44,9 +45,9 @@ def resolve(kind: Kind, ref: str, base: Path | None = None) -> Path:
     the folder of the file that names the card, then to the working directory)."""
     if _looks_like_path(ref):
         p = Path(ref)
-        if base is not None and not p.is_absolute() and (base / p).is_file():
+        if base is not None and not p.is_absolute() and os.path.lexists(base / p):
             p = base / p
-        if not p.is_file():
+        if not os.path.lexists(p):  # a FIFO or a device is refused by the reader, by what it is
             raise InputError(f"{ref}: no such {kind[:-1] if kind != 'hardware' else 'hardware'} card file")
         return p
     p = data_dir(kind) / f"{ref}.yaml"

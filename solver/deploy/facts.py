@@ -88,7 +88,7 @@ def load_plan(path: str) -> Plan:
     raw = read_user_bytes(p, MAX_RESULT_BYTES, "result document")
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # ValueError: also an integer over 4,300 digits
         data = None
     if not isinstance(data, dict) or not {"problem", "status", "services"} <= set(data):
         raise InputError(f"{path}: not a fleetplan result document (the JSON of fleetplan plan "

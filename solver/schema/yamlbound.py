@@ -29,6 +29,8 @@ from yaml.resolver import Resolver
 from solver.errors import InputError
 
 _NUMBER_TAGS = ("tag:yaml.org,2002:int", "tag:yaml.org,2002:float")
+# types no fleetplan document holds: refused rather than read as something else (bytes as a name)
+_REFUSED_TAGS = ("binary", "set", "omap", "pairs")
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,11 @@ class BoundedLoader(_Base):
         node.end_mark = self.get_event().end_mark
         return node
 
+    def _refuse(self, node):
+        kind = node.tag.rsplit(":", 1)[-1]
+        raise InputError(f"{self._where}:{node.start_mark.line + 1}: a YAML !!{kind} value is not "
+                         "accepted here (give plain numbers, strings, lists and mappings)")
+
     def construct_object(self, node, deep=False):
         try:
             return super().construct_object(node, deep)
@@ -172,3 +179,7 @@ class BoundedLoader(_Base):
             line = node.start_mark.line + 1
             raise InputError(f"{self._where}:{line}: cannot read the value "
                              f"{str(node.value)[:40]!r} ({exc})") from None
+
+
+for _tag in _REFUSED_TAGS:
+    BoundedLoader.add_constructor(f"tag:yaml.org,2002:{_tag}", BoundedLoader._refuse)

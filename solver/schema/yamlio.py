@@ -179,6 +179,7 @@ def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = 
                               data: Any = None, model: type[BaseModel] | None = None) -> str:
     """One line per problem: file:line: field: message."""
     msgs: list[str] = []
+    first: list[str] = []
     seen: set[str] = set()
     for err in exc.errors(include_url=False):
         loc = prefix + _clean_loc(tuple(err["loc"]), data)
@@ -200,8 +201,15 @@ def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = 
         msg = f"{doc.path}:{line if line is not None else '?'}: {_dotted(loc)}: {text}"
         if msg not in seen:
             seen.add(msg)
-            msgs.append(msg)
-    return "\n".join(msgs)
+            (first if kind == "extra_forbidden" else msgs).append(msg)
+    return one_line(first + msgs)
+
+
+def one_line(msgs: list[str], shown: int = 3) -> str:
+    """Problems on one line: the first `shown` (an unknown key first: a typo also makes its
+    field missing), then how many more."""
+    more = f"; and {len(msgs) - shown} more" if len(msgs) > shown else ""
+    return "; ".join(msgs[:shown]) + more
 
 
 def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix: Loc = ()) -> Any:

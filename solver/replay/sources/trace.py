@@ -71,6 +71,12 @@ class Trace:
         return len(self.arrival_s)
 
 
+def _short(raw) -> str:
+    """A value as a message shows it: at most 40 characters of it."""
+    text = repr(raw)
+    return text if len(text) <= 42 else text[:40] + "..."
+
+
 def read_regular(path: str | Path, limit_bytes: int = MAX_TRACE_BYTES) -> str:
     """The text of a regular file of at most `limit_bytes`; anything else is an InputError
     (solver/schema/userfile.py)."""
@@ -81,7 +87,7 @@ def parse_time(raw, where: str) -> float | int:
     """Seconds (a float) from a number or numeric string, or whole microseconds since the epoch
     (an int, exact) from an ISO 8601 date-time string."""
     if isinstance(raw, bool):
-        raise InputError(f"{where}: expected seconds or an ISO date-time (got {raw!r})")
+        raise InputError(f"{where}: expected seconds or an ISO date-time (got {_short(raw)})")
     if isinstance(raw, (int, float)):
         value = float(raw)
     else:
@@ -91,7 +97,7 @@ def parse_time(raw, where: str) -> float | int:
         except ValueError:
             return _iso_microseconds(text, where)
     if not math.isfinite(value) or abs(value) > 1e12:
-        raise InputError(f"{where}: expected a finite time under 1e12 s (got {raw!r})")
+        raise InputError(f"{where}: expected a finite time under 1e12 s (got {_short(raw)})")
     return value
 
 
@@ -112,13 +118,13 @@ def _iso_microseconds(text: str, where: str) -> int:
 def parse_tokens(raw, where: str, minimum: int) -> int:
     """A whole number of tokens in [minimum, MAX_TOKENS]."""
     if isinstance(raw, bool):
-        raise InputError(f"{where}: expected a whole number of tokens (got {raw!r})")
+        raise InputError(f"{where}: expected a whole number of tokens (got {_short(raw)})")
     try:
         value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
     except ValueError:
-        raise InputError(f"{where}: expected a whole number of tokens (got {raw!r})") from None
+        raise InputError(f"{where}: expected a whole number of tokens (got {_short(raw)})") from None
     if not math.isfinite(value) or value != int(value) or not minimum <= value <= MAX_TOKENS:
-        raise InputError(f"{where}: expected a whole number of tokens in {minimum}..{MAX_TOKENS:,} (got {raw!r})")
+        raise InputError(f"{where}: expected a whole number of tokens in {minimum}..{MAX_TOKENS:,} (got {_short(raw)})")
     return int(value)
 
 
