@@ -22,7 +22,7 @@ from solver.perf.arch import ModelArch
 
 # rows of one (service, role)'s grid: the performance model evaluates some 30,000 rows a second
 # on one loaded core and holds ~40 float columns per row, so 500,000 rows are ~15 s and ~0.2 GB;
-# the shipped problems' largest grid has under 10,000
+# the shipped examples' grids have a few thousand rows
 MAX_GRID_ROWS = 500_000
 
 
