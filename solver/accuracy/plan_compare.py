@@ -45,6 +45,8 @@ def load_plan(path: str) -> PlanResult:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         raise InputError(f"{path}: {loc}: {err['msg']} (not a fleetplan plan result)") from None
+    except (ValueError, RecursionError) as exc:  # an integer over 4,300 digits, nesting too deep
+        raise InputError(f"{path}: not valid JSON: {str(exc)[:120]}") from None
 
 
 @dataclass(frozen=True)

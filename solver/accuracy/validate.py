@@ -31,6 +31,7 @@ from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import RULES, invalid_reasons
 from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
+from solver.schema.userfile import MAX_DATA_BYTES, read_user_text
 from solver.schema.validation import ValidationReport, ValidationRow
 
 from .measured import ENGINES, build_report, csv_records, milliseconds, whole_numbers
@@ -181,11 +182,5 @@ def validate_text(path: str, text: str, model: str = "closed-form") -> Validatio
 
 
 def validate_file(path: str | Path, model: str = "closed-form") -> tuple[ValidationReport, str]:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
-    return validate_text(str(p), text, model), text
+    text = read_user_text(path, MAX_DATA_BYTES, "measurement CSV")
+    return validate_text(str(path), text, model), text

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.candidates.dilation import dilate
+from solver.candidates.grid import check_grid_size, prune_axes
 from solver.candidates.links import expand_links, link_classes, slower_link_matches
 from solver.candidates.misses import miss_messages
 from solver.candidates.table import (
@@ -51,7 +52,7 @@ from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
 from solver.problem.load import ResolvedProblem
 from solver.schema.problem import Service
-from solver.schema.roles import COLOCATED, DECODE, PREFILL
+from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
 
 
 def service_roles(s: Service) -> tuple[int, ...]:
@@ -88,27 +89,31 @@ def slo_of(s: Service, margin: float) -> rt.Slo:
     )
 
 
-def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int) -> tuple[Plans, np.ndarray]:
+def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int,
+          stats: PruneStats) -> tuple[Plans, np.ndarray]:
+    """The (service, role)'s grid, its axes pruned one by one first (solver/candidates/grid.py):
+    the rows of dropped values count as evaluated and invalid."""
     search = rp.problem.search
     moe = arch.moe_layers > 0
     kv = s.kv_precisions
-    plans = Plans.grid(
-        hw=range(n_hw),
-        tp=search.tp,
-        pp=search.pp,
-        ep=search.ep if moe else [1],
-        dp=search.dp if moe else [1],
-        batch=search.batch,
-        wprec=[precision_code(p) for p in s.precisions],
-        kvprec=[precision_code(p) for p in kv] if kv is not None else [0],
-        cp=search.cp,
-        spec=speculation_axis(rp.speculation_of(s.name), role),
-    )
+    chunks = np.asarray(search.chunk_tokens) if role == COLOCATED else np.zeros(1, dtype=int)
+    axes = prune_axes(arch, {
+        "hw": list(range(n_hw)), "tp": list(search.tp), "pp": list(search.pp),
+        "ep": list(search.ep) if moe else [1], "dp": list(search.dp) if moe else [1],
+        "batch": list(search.batch), "wprec": [precision_code(p) for p in s.precisions],
+        "kvprec": [precision_code(p) for p in kv] if kv is not None else [0],
+        "cp": list(search.cp), "spec": list(speculation_axis(rp.speculation_of(s.name), role)),
+    }, len(chunks))
+    line = rp.doc.line_of(("search",))
+    check_grid_size(axes, f"{rp.doc.path}:{line if line is not None else '?'}", s.name,
+                    ROLES[role], {"chunk_tokens": len(chunks)})
+    stats.evaluated += axes.dropped
+    stats.pruned["invalid"] += axes.dropped
+    plans = Plans.grid(**axes.values)
     if kv is None:  # the KV cache in the weights' precision
         plans = dataclasses.replace(plans, kvprec=plans.wprec.copy())
     if role != COLOCATED:
         return plans, np.zeros(len(plans), dtype=int)
-    chunks = np.asarray(search.chunk_tokens)
     idx = np.repeat(np.arange(len(plans)), len(chunks))
     return plans.take(idx), np.tile(chunks, len(plans))
 
@@ -186,7 +191,7 @@ def build_candidates(rp: ResolvedProblem) -> CandidateSet:
 def _role_candidates(rp, si, s, arch, hw, var: Variants, role, links, decode_types, hetero, stats,
                      misses) -> CandidateTable | None:
     """The kept rows of one (service, role), or None (and the closest misses) when none is left."""
-    plans, chunks = _grid(rp, s, arch, role, len(hw))
+    plans, chunks = _grid(rp, s, arch, role, len(hw), stats)
     orig = cls = kv_link = None
     if role == PREFILL:
         classes = [link_classes(links, int(e), decode_types, hetero) for e in var.entry]

@@ -8,12 +8,14 @@ their stem) ship the same way, in `solver/_data/traces`.
 
 from __future__ import annotations
 
+import os
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from solver.errors import InputError
 from solver.schema.cards import HardwareCard, ModelCard
+from solver.schema.suggest import unknown_name
 from solver.schema.yamlio import load_yaml, validate_doc
 
 Kind = Literal["models", "hardware", "problems", "traces"]
@@ -43,16 +45,17 @@ def resolve(kind: Kind, ref: str, base: Path | None = None) -> Path:
     the folder of the file that names the card, then to the working directory)."""
     if _looks_like_path(ref):
         p = Path(ref)
-        if base is not None and not p.is_absolute() and (base / p).is_file():
+        if base is not None and not p.is_absolute() and os.path.lexists(base / p):
             p = base / p
-        if not p.is_file():
+        if not os.path.lexists(p):  # a FIFO or a device is refused by the reader, by what it is
             raise InputError(f"{ref}: no such {kind[:-1] if kind != 'hardware' else 'hardware'} card file")
         return p
     p = data_dir(kind) / f"{ref}.yaml"
     if not p.is_file():
-        known = ", ".join(names(kind))
         what = {"models": "model", "hardware": "hardware", "problems": "problem"}[kind]
-        raise InputError(f"unknown {what} '{ref}'; shipped: {known} (or give a path to a YAML card)")
+        listing = f"`fleetplan catalog {kind}`" if kind != "problems" else f"{data_dir(kind)}"
+        text = unknown_name(what, ref, names(kind), listing)
+        raise InputError(f"{text}; or give a path to a YAML {'card' if kind != 'problems' else 'file'}")
     return p
 
 

@@ -20,9 +20,10 @@ from solver.errors import InputError
 from solver.schema.cards import HardwareCard, ModelCard
 from solver.schema.pool import Pool
 from solver.schema.result import PlanResult, ServiceResult, WorkloadAssumption
-from solver.schema.yamlio import load_yaml, validate_doc
+from solver.schema.userfile import MAX_RESULT_BYTES, read_user_bytes
+from solver.schema.yamlbound import RESULT_LIMITS
+from solver.schema.yamlio import load_yaml, parse_yaml, validate_doc
 
-MAX_RESULT_BYTES = 64 * 1024 * 1024
 _HF = re.compile(r"^HF ([A-Za-z0-9][\w.-]*/[\w.-]+)")  # a model card's `source: "HF org/name ..."`
 
 
@@ -84,22 +85,16 @@ class PoolFacts:
 def load_plan(path: str) -> Plan:
     """The result document at `path`; anything else is a one-line InputError."""
     p = Path(path)
-    try:
-        size = p.stat().st_size
-        if size > MAX_RESULT_BYTES:
-            raise InputError(f"{path}: {size:,} bytes; a result document is at most {MAX_RESULT_BYTES:,}")
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    raw = read_user_bytes(p, MAX_RESULT_BYTES, "result document")
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # ValueError: also an integer over 4,300 digits
         data = None
     if not isinstance(data, dict) or not {"problem", "status", "services"} <= set(data):
         raise InputError(f"{path}: not a fleetplan result document (the JSON of fleetplan plan "
                          "--format json: an object with problem, status and services)")
     try:
-        doc = validate_doc(PlanResult, load_yaml(p))
+        doc = validate_doc(PlanResult, parse_yaml(raw.decode("utf-8-sig"), str(p), RESULT_LIMITS))
     except InputError as exc:
         lines = str(exc).splitlines()
         more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""

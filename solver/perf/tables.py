@@ -7,7 +7,7 @@ returns arrays of the same length. Nothing here loops over rows in Python.
 
 from __future__ import annotations
 
-import itertools
+import math
 from dataclasses import dataclass, fields
 from typing import Sequence
 
@@ -204,7 +204,12 @@ class Plans:
         names = [f.name for f in fields(cls)]
         axes = {**{k: [v] for k, v in DEFAULTS.items()}, **axes}
         values = [list(axes[k]) for k in names]
-        idx = np.array(list(itertools.product(*[range(len(v)) for v in values])), dtype=np.int64)
-        if idx.size == 0:
+        n = math.prod(len(v) for v in values)
+        if n == 0:
             return cls.of(**{k: np.array([], dtype=float) for k in names})
-        return cls.of(**{k: np.asarray(v)[idx[:, i]] for i, (k, v) in enumerate(zip(names, values))})
+        # itertools.product's order (the last axis fastest), one column at a time: no row tuples
+        rows, cols, stride = np.arange(n, dtype=np.int64), {}, n
+        for k, v in zip(names, values):
+            stride //= len(v)
+            cols[k] = np.asarray(v)[(rows // stride) % len(v)]
+        return cls.of(**cols)

@@ -19,6 +19,8 @@ from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, load_problem
 from solver.schema.result import PlanResult
+from solver.schema.userfile import MAX_RESULT_BYTES
+from solver.schema.yamlbound import RESULT_LIMITS
 from solver.schema.yamlio import load_yaml, validate_doc
 
 
@@ -28,7 +30,7 @@ def is_result_file(ref: str) -> bool:
 
 def load_result(path: str) -> PlanResult:
     """A result document, validated (errors name the file, line and field)."""
-    return validate_doc(PlanResult, load_yaml(path))
+    return validate_doc(PlanResult, load_yaml(path, "result document", RESULT_LIMITS, MAX_RESULT_BYTES))
 
 
 def _close(a: float, b: float) -> bool:

@@ -27,7 +27,6 @@ import csv
 import io
 import math
 import os
-import stat
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,11 +36,14 @@ from solver.catalog import shipped
 from solver.errors import InputError
 from solver.replay.sources.trace import load_trace, parse_tokens, read_regular
 from solver.schema.problem import TokenDist, Workload
+from solver.schema.suggest import unknown_name
 from solver.schema.trace import LengthStats, TraceSummary, TraceWindow
+from solver.schema.userfile import read_user_bytes
 
 DEFAULT_WINDOW_S = 60.0  # one minute: many gaps per window at the Azure traces' 2.6-5.5 req/s
 MAX_WINDOWS = 1_000_000  # windows a summary holds (a week at 1 s windows is 604,800)
 MAX_LENGTHS_BYTES = 64 << 20  # 64 MiB: over a million bins of `field,tokens,share` (~30 bytes a row)
+MAX_SHARE = 1e12  # a row's share (a request count or a fraction); a field's sum stays within TokenDist's weights
 FIELDS = ("input_tokens", "output_tokens")
 _SUFFIXES = (".csv", ".jsonl", ".json", ".ndjson")
 
@@ -51,8 +53,9 @@ def data_path(ref: str, base: Path | None) -> Path:
     if "/" not in ref and not ref.lower().endswith(_SUFFIXES) and not ref.startswith("."):
         p = shipped.data_dir("traces") / f"{ref}.csv"
         if not p.is_file():
-            known = ", ".join(sorted(q.stem for q in shipped.data_dir("traces").glob("*.csv")))
-            raise InputError(f"unknown trace '{ref}'; shipped: {known} (or give a path to a file)")
+            known = [q.stem for q in shipped.data_dir("traces").glob("*.csv")]
+            text = unknown_name("trace", ref, known, "`fleetplan catalog`")
+            raise InputError(f"{text} (or give a path to a file)")
         return p
     p = Path(ref)
     if base is not None and not p.is_absolute() and (base / p).exists():
@@ -168,8 +171,8 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             w = float(share)
         except ValueError:
             w = math.nan
-        if not (math.isfinite(w) and w >= 0):
-            raise InputError(f"{where}: share: expected a finite number >= 0 (got {share!r})")
+        if not (math.isfinite(w) and 0 <= w <= MAX_SHARE):
+            raise InputError(f"{where}: share: expected a finite number >= 0 and at most {MAX_SHARE:g} (got {share[:40]!r})")
         rows[field][0].append(t)
         rows[field][1].append(w)
     out = {}
@@ -185,12 +188,10 @@ def read_lengths(path: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 def is_lengths_file(path: str) -> bool:
     """Whether a CSV's header is a length distribution's (a `field` column: field, tokens, share)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False  # a FIFO would block here; the reader names what it is
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            head = fh.readline(4096)
-    except OSError:
-        return False
+        head = read_user_bytes(path, MAX_LENGTHS_BYTES, "length-distribution file", head=4096)
+    except InputError:
+        return False  # the reader names what is wrong with the file
+    head = head.decode("utf-8-sig", errors="replace").splitlines()[0] if head.strip() else ""
     return "field" in {h.strip().lower() for h in head.split(",")}
 
 

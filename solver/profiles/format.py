@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from solver import files
 from solver.errors import InputError
+from solver.schema.userfile import MAX_DATA_BYTES, MAX_DOC_BYTES, read_user_bytes, read_user_text
 
 FORMAT = "fleetplan-profile/1"
 
@@ -270,12 +271,15 @@ def csv_path_of(folder: Path, family: str) -> Path | None:
 
 
 def read_text(path: Path) -> str:
-    raw = path.read_bytes()
+    raw = read_user_bytes(path, MAX_DATA_BYTES, "profile table")
     if path.name.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
+        try:  # bounded: a small file may inflate to gigabytes
+            with gzip.GzipFile(fileobj=io.BytesIO(raw)) as gz:
+                raw = gz.read(MAX_DATA_BYTES + 1)
         except (OSError, EOFError) as exc:
             raise InputError(f"{path}: not a readable gzip file ({exc})") from None
+        if len(raw) > MAX_DATA_BYTES:
+            raise InputError(f"{path}: inflates to over {MAX_DATA_BYTES:,} bytes, the limit for a profile table")
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -283,10 +287,10 @@ def read_text(path: Path) -> str:
 
 
 def read_provenance(meta_path: Path) -> Provenance:
+    if not os.path.lexists(meta_path):
+        raise InputError(f"{meta_path}: missing provenance sidecar")
     try:
-        doc = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{meta_path}: missing provenance sidecar") from None
+        doc = json.loads(read_user_text(meta_path, MAX_DOC_BYTES, "provenance sidecar"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{meta_path}: not valid JSON ({exc})") from None
     try:

@@ -17,6 +17,27 @@ from solver.schema.base import Strict
 Precision = Literal["bf16", "fp8", "fp4"]
 PRECISIONS: tuple[Precision, ...] = ("bf16", "fp8", "fp4")
 
+# Upper bounds of card fields: each is far above any published model or device (so none limits a
+# real card) yet small enough that the model's arithmetic stays finite and its arrays small.
+MAX_LAYERS = 10_000  # the deepest published LLMs have ~200 layers (Llama 3.1 405B: 126)
+MAX_WIDTH = 1_048_576  # hidden, FFN, LoRA and head sizes; the widest published are ~53K (GPT-3: 12,288 hidden)
+MAX_HEADS = 65_536  # attention heads; published models have at most 128
+MAX_VOCAB = 16_777_216  # 2^24 tokens; the largest published vocabularies are ~256K
+MAX_CONTEXT = 100_000_000  # tokens; the longest published context is 10M (Llama 4 Scout)
+MAX_EXPERTS = 4_096  # as a routing histogram (schema/routing.py); the most of a published MoE is 384 (Kimi K2)
+MAX_TOP_K = 1_024  # experts per token; published models route to at most 16
+MAX_PARAMS_B = 1_000_000.0  # billions of parameters: a quadrillion, ~500x the largest announced
+MAX_MEMORY_GIB = 1_000_000.0  # per device; today's largest is 288 GiB (B300)
+MAX_BANDWIDTH_TB_S = 10_000.0  # HBM per device; today's fastest is ~8 TB/s
+MAX_TFLOPS = 10_000_000.0  # dense per device; today's fastest is ~10,000 (B300 FP4)
+MAX_LINK_GB_S = 1_000_000.0  # one direction per device; NVLink 5 is 900 GB/s
+MAX_LATENCY_US = 10_000_000.0  # ten seconds: no interconnect's start-up latency comes close
+MAX_DEVICES_PER_NODE = 1_024  # as a problem's override (solver/schema/problem.py MAX_DEGREE)
+MAX_DOMAIN_DEVICES = 1_000_000  # the largest NVLink domain announced has 576 devices
+MAX_POWER_W = 100_000.0  # 100 kW per device; today's largest is ~1.4 kW
+MAX_PRICE_PER_HOUR = 10_000.0  # USD per device-hour, as a problem's (solver/schema/problem.py MAX_PRICE)
+MAX_TEXT = 2_000  # characters of a name, source or note
+
 
 # --------------------------------------------------------------------------------------------
 # Model cards
@@ -26,11 +47,11 @@ PRECISIONS: tuple[Precision, ...] = ("bf16", "fp8", "fp4")
 class MlaAttention(Strict):
     """Multi-head latent attention (DeepSeek-V2/V3). Sizes from the HF config."""
 
-    q_lora_rank: int | None = Field(None, ge=1, description="None: queries projected directly")
-    kv_lora_rank: int = Field(ge=1)
-    qk_nope_head_dim: int = Field(ge=1)
-    qk_rope_head_dim: int = Field(ge=0)
-    v_head_dim: int = Field(ge=1)
+    q_lora_rank: int | None = Field(None, ge=1, le=MAX_WIDTH, description="None: queries projected directly")
+    kv_lora_rank: int = Field(ge=1, le=MAX_WIDTH)
+    qk_nope_head_dim: int = Field(ge=1, le=MAX_WIDTH)
+    qk_rope_head_dim: int = Field(ge=0, le=MAX_WIDTH)
+    v_head_dim: int = Field(ge=1, le=MAX_WIDTH)
 
 
 class LocalAttention(Strict):
@@ -41,15 +62,15 @@ class LocalAttention(Strict):
     """
 
     kind: Literal["chunked", "sliding"]
-    window_tokens: int = Field(ge=1)
-    global_every: int | None = Field(None, ge=1, description="None: every layer is local")
+    window_tokens: int = Field(ge=1, le=MAX_CONTEXT)
+    global_every: int | None = Field(None, ge=1, le=MAX_LAYERS, description="None: every layer is local")
 
 
 class Attention(Strict):
     kind: Literal["gqa", "mla"] = "gqa"
-    num_heads: int = Field(ge=1, description="query heads")
-    num_kv_heads: int = Field(ge=1, description="key/value heads (== num_heads for MHA)")
-    head_dim: int = Field(ge=1, description="per-head size; not assumed to be hidden/heads")
+    num_heads: int = Field(ge=1, le=MAX_HEADS, description="query heads")
+    num_kv_heads: int = Field(ge=1, le=MAX_HEADS, description="key/value heads (== num_heads for MHA)")
+    head_dim: int = Field(ge=1, le=MAX_WIDTH, description="per-head size; not assumed to be hidden/heads")
     mla: MlaAttention | None = None
     local: LocalAttention | None = None
 
@@ -72,15 +93,15 @@ class Moe(Strict):
     `intermediate_size` of the model.
     """
 
-    num_experts: int = Field(ge=2)
-    experts_per_token: int = Field(ge=1, description="top-k")
-    expert_intermediate_size: int = Field(ge=1)
-    shared_experts: int = Field(0, ge=0)
+    num_experts: int = Field(ge=2, le=MAX_EXPERTS)
+    experts_per_token: int = Field(ge=1, le=MAX_TOP_K, description="top-k")
+    expert_intermediate_size: int = Field(ge=1, le=MAX_WIDTH)
+    shared_experts: int = Field(0, ge=0, le=MAX_TOP_K)
     shared_expert_intermediate_size: int | None = Field(
-        None, ge=1, description="None: same as expert_intermediate_size"
+        None, ge=1, le=MAX_WIDTH, description="None: same as expert_intermediate_size"
     )
-    first_dense_layers: int = Field(0, ge=0)
-    every: int = Field(1, ge=1, description="2: every other layer is MoE (Llama 4 Maverick)")
+    first_dense_layers: int = Field(0, ge=0, le=MAX_LAYERS)
+    every: int = Field(1, ge=1, le=MAX_LAYERS, description="2: every other layer is MoE (Llama 4 Maverick)")
 
     @model_validator(mode="after")
     def _check(self) -> Moe:
@@ -90,21 +111,21 @@ class Moe(Strict):
 
 
 class ModelCard(Strict):
-    name: str
-    source: str = Field(description="where the numbers come from (published config)")
-    num_layers: int = Field(ge=1)
-    hidden_size: int = Field(ge=1)
+    name: str = Field(min_length=1, max_length=200)
+    source: str = Field(max_length=MAX_TEXT, description="where the numbers come from (published config)")
+    num_layers: int = Field(ge=1, le=MAX_LAYERS)
+    hidden_size: int = Field(ge=1, le=MAX_WIDTH)
     intermediate_size: int | None = Field(
-        None, ge=1, description="dense FFN width; None when every layer is MoE"
+        None, ge=1, le=MAX_WIDTH, description="dense FFN width; None when every layer is MoE"
     )
     gated_mlp: bool = Field(True, description="SwiGLU-style gate+up+down (3 matrices)")
-    vocab_size: int = Field(ge=1)
+    vocab_size: int = Field(ge=1, le=MAX_VOCAB)
     tie_word_embeddings: bool = False
     attention: Attention
     moe: Moe | None = None
-    max_context_tokens: int = Field(ge=1)
-    published_total_params_b: float | None = Field(None, gt=0, description="for the card test")
-    published_active_params_b: float | None = Field(None, gt=0)
+    max_context_tokens: int = Field(ge=1, le=MAX_CONTEXT)
+    published_total_params_b: float | None = Field(None, gt=0, le=MAX_PARAMS_B, description="for the card test")
+    published_active_params_b: float | None = Field(None, gt=0, le=MAX_PARAMS_B)
 
     @model_validator(mode="after")
     def _check(self) -> ModelCard:
@@ -134,9 +155,9 @@ class ModelCard(Strict):
 class PeakTflops(Strict):
     """Dense (no 2:4 sparsity) peak tensor throughput, TFLOP/s. None: not supported natively."""
 
-    bf16: float = Field(gt=0)
-    fp8: float | None = Field(None, gt=0)
-    fp4: float | None = Field(None, gt=0)
+    bf16: float = Field(gt=0, le=MAX_TFLOPS)
+    fp8: float | None = Field(None, gt=0, le=MAX_TFLOPS)
+    fp4: float | None = Field(None, gt=0, le=MAX_TFLOPS)
 
 
 class GemmEfficiency(Strict):
@@ -152,19 +173,20 @@ class Efficiency(Strict):
     memory: float = Field(gt=0, le=1, description="achievable fraction of HBM bandwidth")
     scale_up: float = Field(gt=0, le=1.2, description="all-reduce busbw / uni link bandwidth")
     scale_out: float = Field(gt=0, le=1, description="achieved / NIC bandwidth, large messages")
-    kernel_overhead_us: float = Field(ge=0, description="fixed time per kernel (launch, tail)")
+    kernel_overhead_us: float = Field(ge=0, le=MAX_LATENCY_US, description="fixed time per kernel (launch, tail)")
 
 
 class Link(Strict):
-    bandwidth_gb_s: float = Field(gt=0, description="per device, one direction, GB/s (1e9)")
-    latency_us: float = Field(ge=0, description="per-message start-up (alpha)")
+    bandwidth_gb_s: float = Field(gt=0, le=MAX_LINK_GB_S, description="per device, one direction, GB/s (1e9)")
+    latency_us: float = Field(ge=0, le=MAX_LATENCY_US, description="per-message start-up (alpha)")
 
 
 class ScaleUp(Link):
-    domain_devices: int = Field(ge=1, description="devices sharing the NVLink-class fabric")
+    domain_devices: int = Field(ge=1, le=MAX_DOMAIN_DEVICES, description="devices sharing the NVLink-class fabric")
     peer_bandwidth_gb_s: float | None = Field(
         None,
         gt=0,
+        le=MAX_LINK_GB_S,
         description="fully connected meshes (xGMI, Gaudi): one-direction bandwidth of the link "
         "to each peer; a group of k devices gets min(bandwidth, (k-1) x peer). None: switched",
     )
@@ -174,7 +196,7 @@ class PowerPoint(Strict):
     """One point of a card's power curve: under a board power limit of `power_w`, the sustained
     tensor throughput and HBM bandwidth as fractions of their values at the card's full power."""
 
-    power_w: float = Field(gt=0, le=1e5, description="board power limit, W")
+    power_w: float = Field(gt=0, le=MAX_POWER_W, description="board power limit, W")
     compute_fraction: float = Field(gt=0, le=1, description="sustained clock / clock at full power")
     memory_fraction: float = Field(1.0, gt=0, le=1, description="HBM bandwidth / full-power bandwidth")
 
@@ -194,19 +216,19 @@ def check_power_curve(points: tuple[PowerPoint, ...], full_power_w: float) -> No
 
 
 class HardwareCard(Strict):
-    name: str
-    vendor: str
-    source: str
-    memory_gib: float = Field(gt=0, description="usable HBM per device, GiB")
-    hbm_bandwidth_tb_s: float = Field(gt=0, description="TB/s (1e12 bytes/s)")
+    name: str = Field(min_length=1, max_length=200)
+    vendor: str = Field(max_length=200)
+    source: str = Field(max_length=MAX_TEXT)
+    memory_gib: float = Field(gt=0, le=MAX_MEMORY_GIB, description="usable HBM per device, GiB")
+    hbm_bandwidth_tb_s: float = Field(gt=0, le=MAX_BANDWIDTH_TB_S, description="TB/s (1e12 bytes/s)")
     peak_tflops: PeakTflops
     scale_up: ScaleUp
     scale_out: Link
-    devices_per_node: int = Field(ge=1)
-    power_w: float = Field(gt=0, description="board power per device, W")
-    price_per_hour: float = Field(gt=0, description="USD per device-hour (placeholder default)")
-    price_source: str
-    price_date: str = Field(description="when the placeholder price was observed (YYYY-MM-DD)")
+    devices_per_node: int = Field(ge=1, le=MAX_DEVICES_PER_NODE)
+    power_w: float = Field(gt=0, le=MAX_POWER_W, description="board power per device, W")
+    price_per_hour: float = Field(gt=0, le=MAX_PRICE_PER_HOUR, description="USD per device-hour (placeholder default)")
+    price_source: str = Field(max_length=MAX_TEXT)
+    price_date: str = Field(max_length=40, description="when the placeholder price was observed (YYYY-MM-DD)")
     efficiency: Efficiency
     power_curve: tuple[PowerPoint, ...] | None = Field(
         None, min_length=2, max_length=64,

@@ -24,12 +24,14 @@ class EngineParams(Strict):
     runtime_reserve_gib: float = Field(
         3.5,
         ge=0,
+        le=1_000,  # GiB: a device's whole memory (cards.py MAX_MEMORY_GIB) is far beyond any reserve
         description="CUDA context, cuBLAS/cuDNN workspaces, allocator slack per device "
         "(aiconfigurator TRT-LLM backend other_mem; docs/sources.md, activation and runtime memory)",
     )
     collective_buffer_gib: float = Field(
         0.4,
         ge=0,
+        le=1_000,  # GiB, as runtime_reserve_gib
         description="NCCL / custom all-reduce buffers when tp > 1 (aiconfigurator: 342-392 MB)",
     )
     # ---- achieved efficiency at model shapes ------------------------------------------------
@@ -51,24 +53,28 @@ class EngineParams(Strict):
     request_overhead_ms: float = Field(
         0.0,
         ge=0,
+        le=1e7,  # ms: as an SLO bound (problem.py LatencyBound)
         description="fixed time every request spends outside the forward passes before its first "
         "token reaches the client (HTTP, tokenisation, scheduling, streaming); part of TTFT",
     )
     step_overhead_ms: float = Field(
         1.0,
         ge=0,
+        le=1e7,  # ms: as an SLO bound
         description="CPU scheduler / sampling / launch overhead per engine iteration; an "
         "assumption (vLLM V1 with CUDA graphs), to be calibrated on measured end-to-end data",
     )
     kernels_per_layer: float = Field(
         10.0,
         ge=0,
+        le=10_000,  # kernels: a layer launches tens
         description="kernels per transformer layer, each paying the card's kernel_overhead_us "
         "(norms x2, qkv, attention, o, gate/up, act, down, 2 collectives)",
     )
     unmeasured_kernels_per_layer: float = Field(
         3.0,
         ge=0,
+        le=10_000,  # as kernels_per_layer
         description="with measured operator tables: kernels per layer that are not measured "
         "and still pay the kernel overhead: two residual add + RMSNorm (fused, vLLM's "
         "fused_add_rms_norm) and the activation; their HBM traffic is charged apart",
@@ -76,6 +82,7 @@ class EngineParams(Strict):
     mixed_batch_slowdown: float = Field(
         1.10,
         ge=1.0,
+        le=100,  # 100x slower than the roofline would be a different engine
         description="the prefill work an iteration adds on top of its decode batch runs this much "
         "slower than the roofline of the combined batch says (split attention kernels, worse GEMM "
         "tiling for mixed shapes); an assumption, to be calibrated on measured data",
@@ -89,6 +96,7 @@ class EngineParams(Strict):
     max_batched_tokens: int = Field(
         8192,
         ge=16,
+        le=10_000_000,  # tokens: as a workload's (problem.py MAX_TOKENS)
         description="token budget per iteration in a closed-loop benchmark (vLLM V1 default "
         "max_num_batched_tokens for online serving on large GPUs)",
     )

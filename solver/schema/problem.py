@@ -33,6 +33,7 @@ from solver.schema.tco import DeviceCost
 # Upper limits that catch absurd input (a typo of several orders of magnitude) early.
 MAX_QPS = 1e7
 MAX_TOKENS = 10_000_000
+MAX_WEIGHT = 1e20  # a histogram bin's weight (requests or share)
 MAX_SUPPLY = 10_000_000
 MAX_PRICE = 10_000.0
 MAX_BUDGET = 1e9
@@ -69,8 +70,11 @@ class TokenDist(Strict):
     mean: float | None = Field(None, gt=0, le=MAX_TOKENS)
     p50: float | None = Field(None, gt=0, le=MAX_TOKENS)
     p99: float | None = Field(None, gt=0, le=MAX_TOKENS)
-    histogram: list[tuple[Annotated[float, Field(gt=0, le=MAX_TOKENS)], Annotated[float, Field(gt=0)]]] | None = Field(
-        None, min_length=1
+    # a weight is a request count or a share; its bound keeps every sum finite (MAX_TOKENS bins of
+    # MAX_WEIGHT, times MAX_TOKENS tokens, is 1e34); bins are distinct counts, at most MAX_TOKENS
+    histogram: list[tuple[Annotated[float, Field(gt=0, le=MAX_TOKENS)],
+                          Annotated[float, Field(gt=0, le=MAX_WEIGHT)]]] | None = Field(
+        None, min_length=1, max_length=MAX_TOKENS
     )
 
     __get_pydantic_json_schema__ = classmethod(_number_or_mapping)

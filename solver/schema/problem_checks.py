@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from solver.schema.base import FieldError
+from solver.schema.suggest import did_you_mean
 
 # solver/schema/problem.py's Problem; not imported, not even for type checking (the import
 # would close a cycle: tests/test_layers.py)
@@ -31,7 +32,8 @@ def _check_sites(p: Problem, hw_names: list[str], site_names: list[str]) -> None
                              "site names must be unique", ("sites", i, "name"))
         for j, h in enumerate(s.hardware):
             if h.type not in hw_names:
-                raise FieldError(f"hardware type '{h.type}' is not in hardware: ({', '.join(hw_names)})",
+                raise FieldError(f"hardware type '{h.type}' is not in hardware: ({', '.join(hw_names)})"
+                                 + did_you_mean(h.type, hw_names),
                                  ("sites", i, "hardware", j, "type"))
 
 
@@ -44,7 +46,8 @@ def _check_service_sites(p: Problem, site_names: list[str]) -> None:
             raise FieldError("services[].sites needs a top-level sites: list", ("services", i, "sites"))
         for j, name in enumerate(svc.sites):
             if name not in site_names:
-                raise FieldError(f"site '{name}' is not in sites: ({', '.join(site_names)})",
+                raise FieldError(f"site '{name}' is not in sites: ({', '.join(site_names)})"
+                                 + did_you_mean(name, site_names),
                                  ("services", i, "sites", j))
             if name in svc.sites[:j]:
                 raise FieldError(f"site '{name}' repeats", ("services", i, "sites", j))
@@ -74,10 +77,12 @@ def _check_current(p: Problem, hw_names: list[str], site_names: list[str]) -> No
     svc_names = [s.name for s in p.services]
     for i, cp in enumerate(p.current or []):
         if cp.service not in svc_names:
-            raise FieldError(f"service '{cp.service}' is not in services: ({', '.join(svc_names)})",
+            raise FieldError(f"service '{cp.service}' is not in services: ({', '.join(svc_names)})"
+                             + did_you_mean(cp.service, svc_names),
                              ("current", i, "service"))
         if cp.hardware not in hw_names:
-            raise FieldError(f"hardware type '{cp.hardware}' is not in hardware: ({', '.join(hw_names)})",
+            raise FieldError(f"hardware type '{cp.hardware}' is not in hardware: ({', '.join(hw_names)})"
+                             + did_you_mean(cp.hardware, hw_names),
                              ("current", i, "hardware"))
         if site_names and cp.site is None:
             raise FieldError("the problem has sites: a current pool needs its site", ("current", i))

@@ -34,7 +34,7 @@ class Routing(Strict):
     hottest_share: float | None = Field(
         None, gt=0, lt=1, description="fraction of routed tokens the hottest expert receives"
     )
-    histogram: list[Annotated[float, Field(ge=0)]] | None = Field(
+    histogram: list[Annotated[float, Field(ge=0, le=1e20)]] | None = Field(  # le: every sum stays finite
         None, min_length=2, max_length=MAX_EXPERTS, description="routed tokens per expert (id order)"
     )
     placement: Literal["load_balanced", "in_order"] = "load_balanced"

@@ -8,6 +8,7 @@ back to the line a user wrote. Duplicate keys are errors (PyYAML would silently 
 from __future__ import annotations
 
 import reprlib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from solver.errors import InputError
+from solver.schema.suggest import did_you_mean
+from solver.schema.userfile import MAX_DOC_BYTES, read_user_text
+from solver.schema.yamlbound import YAML_LIMITS, BoundedLoader, YamlLimits
 
 Loc = tuple[str | int, ...]
 
@@ -48,8 +52,11 @@ def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str,
     if isinstance(node, yaml.MappingNode):
         seen: dict[str, int] = {}
         for key_node, value_node in node.value:
-            key = key_node.value
             line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise InputError(f"{where}:{line}: {_dotted(path)}: a key must be a name, "
+                                 f"not a {'list' if isinstance(key_node, yaml.SequenceNode) else 'mapping'}")
+            key = key_node.value
             if key in seen:
                 raise InputError(
                     f"{where}:{line}: {_dotted(path + (key,))}: duplicate key "
@@ -64,40 +71,50 @@ def _walk(node: yaml.Node, path: Loc, lines: dict[Loc, int], where: str,
             _walk(item, path + (i,), lines, where, seen_nodes)
 
 
-def parse_yaml(text: str, where: str) -> YamlDoc:
+def _syntax_error(exc: yaml.YAMLError, where: str) -> InputError:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None) or ""
+    opened = getattr(exc, "context_mark", None)
+    if opened is not None and mark is not None and opened.line != mark.line and (
+        "flow" in context or "quoted" in context
+    ):
+        # An unclosed '[', '{' or quote: the parser gives up lines later (or at the end of
+        # the file), but the line to fix is the one where it was opened.
+        mark, problem = opened, f"{context} opened here: {problem} (line {mark.line + 1})"
+    line = f":{mark.line + 1}" if mark is not None else ""
+    if mark is None and isinstance(exc, yaml.reader.ReaderError):
+        problem = f"{exc.reason} (character {exc.character!r} at position {exc.position})"
+    return InputError(f"{where}{line}: YAML syntax error: {problem}")
+
+
+def parse_yaml(text: str, where: str, limits: YamlLimits = YAML_LIMITS) -> YamlDoc:
+    """The document of `text`, parsed once (composed within `limits`, then constructed)."""
+    if len(text) > limits.max_chars:
+        raise InputError(f"{where}: {len(text):,} characters, over the {limits.max_chars:,} a YAML "
+                         "document may have")
+    loader = None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = BoundedLoader(text, where, limits)
+        root = loader.get_single_node()
+        data = loader.construct_document(root) if root is not None else None
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        context = getattr(exc, "context", None) or ""
-        opened = getattr(exc, "context_mark", None)
-        if opened is not None and mark is not None and opened.line != mark.line and (
-            "flow" in context or "quoted" in context
-        ):
-            # An unclosed '[', '{' or quote: the parser gives up lines later (or at the end of
-            # the file), but the line to fix is the one where it was opened.
-            mark, problem = opened, f"{context} opened here: {problem} (line {mark.line + 1})"
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{where}{line}: YAML syntax error: {problem}") from None
+        raise _syntax_error(exc, where) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
     lines: dict[Loc, int] = {(): 1}
     if root is not None:
         _walk(root, (), lines, where)
     return YamlDoc(where, data, lines)
 
 
-def load_yaml(path: str | Path) -> YamlDoc:
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, expected a YAML file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
-    return parse_yaml(text, str(p))
+def load_yaml(path: str | Path, what: str = "YAML file", limits: YamlLimits = YAML_LIMITS,
+              limit_bytes: int = MAX_DOC_BYTES) -> YamlDoc:
+    """A YAML (or JSON) file a user named: a regular file of at most `limit_bytes`
+    (schema/userfile.py), composed within `limits` (schema/yamlbound.py)."""
+    text = read_user_text(path, limit_bytes, what, encoding="utf-8-sig")
+    return parse_yaml(text, str(path), limits)
 
 
 def _dotted(loc: Loc) -> str:
@@ -136,10 +153,33 @@ _short_repr.maxlevel, _short_repr.maxlist, _short_repr.maxdict = 3, 8, 8
 _short_repr.maxstring = _short_repr.maxother = 60
 
 
+def _models_in(ann: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation may hold (through Optional, unions, lists, dicts)."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return [ann]
+    return [m for a in typing.get_args(ann) for m in _models_in(a)]
+
+
+def _known_keys(model: type[BaseModel] | None, loc: Loc) -> set[str]:
+    """The keys the model accepts at `loc` (a path of the user's keys and indexes)."""
+    if model is None:
+        return set()
+    current: list[type[BaseModel]] = [model]
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        nxt = [m for c in current for f in [c.model_fields.get(part)] if f is not None
+               for m in _models_in(f.annotation)]
+        current = nxt or current  # a dict's key (a sweep path): the models stay
+    return {k for c in current for k, f in c.model_fields.items()} | {
+        f.alias for c in current for f in c.model_fields.values() if f.alias}
+
+
 def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = (),
-                              data: Any = None) -> str:
+                              data: Any = None, model: type[BaseModel] | None = None) -> str:
     """One line per problem: file:line: field: message."""
     msgs: list[str] = []
+    first: list[str] = []
     seen: set[str] = set()
     for err in exc.errors(include_url=False):
         loc = prefix + _clean_loc(tuple(err["loc"]), data)
@@ -148,7 +188,8 @@ def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = 
         line = doc.line_of(loc)
         kind = err["type"]
         if kind == "extra_forbidden":
-            text = f"unknown key '{err['loc'][-1]}'"
+            key = str(err["loc"][-1])
+            text = f"unknown key '{key}'" + did_you_mean(key, _known_keys(model, loc[len(prefix):-1]))
         elif kind == "missing":
             text = "required field is missing"
         else:
@@ -160,8 +201,15 @@ def describe_validation_error(exc: ValidationError, doc: YamlDoc, prefix: Loc = 
         msg = f"{doc.path}:{line if line is not None else '?'}: {_dotted(loc)}: {text}"
         if msg not in seen:
             seen.add(msg)
-            msgs.append(msg)
-    return "\n".join(msgs)
+            (first if kind == "extra_forbidden" else msgs).append(msg)
+    return one_line(first + msgs)
+
+
+def one_line(msgs: list[str], shown: int = 3) -> str:
+    """Problems on one line: the first `shown` (an unknown key first: a typo also makes its
+    field missing), then how many more."""
+    more = f"; and {len(msgs) - shown} more" if len(msgs) > shown else ""
+    return "; ".join(msgs[:shown]) + more
 
 
 def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix: Loc = ()) -> Any:
@@ -170,4 +218,4 @@ def validate_doc(model: type[BaseModel], doc: YamlDoc, data: Any = None, prefix:
         return model.model_validate(doc.data if data is None else data)
     except ValidationError as exc:
         raw = doc.data if data is None else data
-        raise InputError(describe_validation_error(exc, doc, prefix, raw)) from None
+        raise InputError(describe_validation_error(exc, doc, prefix, raw, model)) from None

@@ -229,7 +229,7 @@ def test_file_size_is_bounded(tmp_path):
     with f.open("wb") as out:
         out.truncate(MAX_FILE_BYTES + 1)
     r = cli("validate", str(f))
-    assert r.returncode == 2 and f"more than the {MAX_FILE_BYTES}" in r.stderr
+    assert r.returncode == 2 and f"over the {MAX_FILE_BYTES:,}-byte limit" in r.stderr
 
 
 def test_reading_needs_no_aiperf_and_its_test_skips_without_it(tmp_path):

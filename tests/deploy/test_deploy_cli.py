@@ -61,7 +61,7 @@ def test_not_a_result_document(tmp_path):
     for cmd in ("deploy", "canary"):
         extra = ["--target", "vllm", "--out", str(tmp_path / "o")] if cmd == "deploy" else []
         _one_line_error(cli(cmd, str(bad), *extra), f"{bad}: not a fleetplan result document")
-    _one_line_error(cli("canary", str(tmp_path / "missing.json")), "missing.json: cannot read")
+    _one_line_error(cli("canary", str(tmp_path / "missing.json")), "missing.json: no such file")
 
 
 def test_a_result_document_with_a_wrong_field(tmp_path):

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from solver.errors import InputError
+from solver.schema.userfile import MAX_RESULT_BYTES, read_user_text
 
 # A result file larger than this is refused (bounded input; aiperf's and vLLM's summaries are
 # kilobytes, guidellm's report with per-request samples a few MiB). Our own limit, no tool's.
-MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_FILE_BYTES = MAX_RESULT_BYTES
 # time units the tools write, in milliseconds (aiperf's MetricTimeUnit names: ns, us, ms, s)
 TIME_UNITS_MS = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1000.0, "sec": 1000.0}
 # characters of one number literal (a measured value has a few dozen at most): longer ones are
@@ -57,18 +58,7 @@ class BenchPoint:
 
 def read_user_file(path: str | Path) -> str:
     """A user's result file as text: a regular file of at most MAX_FILE_BYTES, UTF-8."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{p}: no such file")
-    if not p.is_file():
-        raise InputError(f"{p}: not a regular file")
-    size = p.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise InputError(f"{p}: {size} bytes, more than the {MAX_FILE_BYTES} a result file may have")
-    try:
-        return p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{p}: cannot read: {exc}") from None
+    return read_user_text(path, MAX_FILE_BYTES, "result file")
 
 
 def shown(value: Any) -> str:
@@ -109,6 +99,8 @@ def load_json(path: str, text: str) -> Any:
     except json.JSONDecodeError as exc:
         if exc.msg != "Extra data":
             raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # an integer over 4,300 digits, nesting too deep
+        raise InputError(f"{path}: not valid JSON: {str(exc)[:120]}") from None
     docs = []
     for i, line in enumerate(text.splitlines(), start=1):
         if line.strip():
@@ -116,6 +108,8 @@ def load_json(path: str, text: str) -> Any:
                 docs.append(_loads(path, line, i))
             except json.JSONDecodeError as exc:
                 raise InputError(f"{path}:{i}: not valid JSON: {exc.msg} (column {exc.colno})") from None
+            except (ValueError, RecursionError) as exc:
+                raise InputError(f"{path}:{i}: not valid JSON: {str(exc)[:120]}") from None
     return docs
 
 

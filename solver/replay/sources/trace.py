@@ -29,9 +29,7 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -42,8 +40,9 @@ from solver import files
 from solver.errors import InputError
 from solver.replay.requests import RequestTable
 from solver.replay.sources.open_loop import MAX_REQUESTS, ArrivalSource
+from solver.schema.userfile import MAX_DATA_BYTES, read_user_text
 
-MAX_TRACE_BYTES = 256 << 20  # 256 MiB: ~6 million rows of the Azure format (~37 bytes a row), all held in memory
+MAX_TRACE_BYTES = MAX_DATA_BYTES  # 256 MiB, 256 MiB: ~6 million rows of the Azure format (~37 bytes a row), all held in memory
 MAX_TOKENS = 10_000_000  # per request, as the problem file's token counts (solver/schema/problem.py)
 
 ALIASES = {
@@ -73,36 +72,23 @@ class Trace:
         return len(self.arrival_s)
 
 
+def _short(raw) -> str:
+    """A value as a message shows it: at most 40 characters of it."""
+    text = repr(raw)
+    return text if len(text) <= 42 else text[:40] + "..."
+
+
 def read_regular(path: str | Path, limit_bytes: int = MAX_TRACE_BYTES) -> str:
-    """The text of a regular file of at most `limit_bytes`; anything else is an InputError."""
-    p = Path(path)
-    try:
-        st = os.stat(p)
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{p}: not a regular file (a directory, FIFO or device); give a trace file")
-    if st.st_size > limit_bytes:
-        raise InputError(f"{p}: {st.st_size:,} bytes, over the {limit_bytes:,}-byte limit for a trace")
-    try:
-        with open(p, "rb") as fh:
-            raw = fh.read(limit_bytes + 1)
-        if len(raw) > limit_bytes:
-            raise InputError(f"{p}: over the {limit_bytes:,}-byte limit for a trace")
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise InputError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    """The text of a regular file of at most `limit_bytes`; anything else is an InputError
+    (solver/schema/userfile.py)."""
+    return read_user_text(path, limit_bytes, "trace file")
 
 
 def parse_time(raw, where: str) -> float | int:
     """Seconds (a float) from a number or numeric string, or whole microseconds since the epoch
     (an int, exact) from an ISO 8601 date-time string."""
     if isinstance(raw, bool):
-        raise InputError(f"{where}: expected seconds or an ISO date-time (got {raw!r})")
+        raise InputError(f"{where}: expected seconds or an ISO date-time (got {_short(raw)})")
     if isinstance(raw, (int, float)):
         value = float(raw)
     else:
@@ -112,7 +98,7 @@ def parse_time(raw, where: str) -> float | int:
         except ValueError:
             return _iso_microseconds(text, where)
     if not math.isfinite(value) or abs(value) > 1e12:
-        raise InputError(f"{where}: expected a finite time under 1e12 s (got {raw!r})")
+        raise InputError(f"{where}: expected a finite time under 1e12 s (got {_short(raw)})")
     return value
 
 
@@ -133,13 +119,13 @@ def _iso_microseconds(text: str, where: str) -> int:
 def parse_tokens(raw, where: str, minimum: int) -> int:
     """A whole number of tokens in [minimum, MAX_TOKENS]."""
     if isinstance(raw, bool):
-        raise InputError(f"{where}: expected a whole number of tokens (got {raw!r})")
+        raise InputError(f"{where}: expected a whole number of tokens (got {_short(raw)})")
     try:
         value = float(str(raw).strip()) if not isinstance(raw, (int, float)) else float(raw)
     except ValueError:
-        raise InputError(f"{where}: expected a whole number of tokens (got {raw!r})") from None
+        raise InputError(f"{where}: expected a whole number of tokens (got {_short(raw)})") from None
     if not math.isfinite(value) or value != int(value) or not minimum <= value <= MAX_TOKENS:
-        raise InputError(f"{where}: expected a whole number of tokens in {minimum}..{MAX_TOKENS:,} (got {raw!r})")
+        raise InputError(f"{where}: expected a whole number of tokens in {minimum}..{MAX_TOKENS:,} (got {_short(raw)})")
     return int(value)
 
 
@@ -171,7 +157,7 @@ def _records(text: str, path: str, jsonl: bool):
                 continue
             try:
                 obj = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
+            except (ValueError, RecursionError) as exc:  # ValueError: also an integer over 4,300 digits
                 raise InputError(f"{path}:{i}: not a JSON object ({getattr(exc, 'msg', exc)})") from None
             if not isinstance(obj, dict):
                 raise InputError(f"{path}:{i}: expected a JSON object per line (got {type(obj).__name__})")
