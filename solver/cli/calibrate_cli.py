@@ -6,21 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from solver.cli import validate_flags
-
-MAX_SEED = 2**32 - 1
-
-
-def _number(kind, lo, hi, what: str):
-    def parse(text: str):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {what}, got '{text}'") from None
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"must be in {lo:g}..{hi:g}, got {text}")
-        return v
-    return parse
+from solver.cli import argtypes as at
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -37,19 +23,19 @@ def add_parser(sub) -> argparse.ArgumentParser:
     c.add_argument("--model", choices=["replay", "closed-form"], default="replay",
                    help="the predictor the fit runs through: the replay of each row's benchmark (default, as the "
                    "shipped files are fitted; about a second per row and evaluation) or the closed form (milliseconds)")
-    c.add_argument("--held-out", type=_number(float, 0.05, 0.9, "a fraction"), default=0.25,
+    c.add_argument("--held-out", type=at.number(0.05, 0.9), default=0.25,
                    help="share of each hardware and model's rows held out, never fitted on (default 0.25)")
-    c.add_argument("--seed", type=_number(int, 0, MAX_SEED, "a whole number"), default=0,
+    c.add_argument("--seed", type=at.seed(), default=0,
                    help="seed of the held-out draw (default 0)")
-    c.add_argument("--max-evals", type=_number(int, 1, MAX_EVALS, "a whole number"), default=None,
+    c.add_argument("--max-evals", type=at.whole(1, MAX_EVALS), default=None,
                    help="evaluations of the fit (default 30 for the replay, 400 for the closed form)")
     g = c.add_argument_group("benchmark tools' result files", "what the file does not record")
     g.add_argument("--model-card", help="the fleetplan model card (default: matched from the file's model)")
     g.add_argument("--hardware")
     g.add_argument("--precision")
     for flag in ("tp", "pp", "ep", "dp"):
-        g.add_argument(f"--{flag}", type=_number(int, 1, validate_flags.MAX_PARALLEL, "a whole number"))
-    g.add_argument("--concurrency", type=_number(int, 1, validate_flags.MAX_CONCURRENCY, "a whole number"))
-    g.add_argument("--input-tokens", type=_number(int, 1, validate_flags.MAX_TOKENS, "a whole number"))
-    g.add_argument("--output-tokens", type=_number(int, 1, validate_flags.MAX_TOKENS, "a whole number"))
+        g.add_argument(f"--{flag}", type=at.whole(1, at.PARALLEL))
+    g.add_argument("--concurrency", type=at.whole(1, at.CONCURRENCY))
+    g.add_argument("--input-tokens", type=at.whole(1, at.TOKENS))
+    g.add_argument("--output-tokens", type=at.whole(1, at.TOKENS))
     return c
