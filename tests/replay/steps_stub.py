@@ -14,6 +14,7 @@ class FixedSteps:
     """`decode_s` for an iteration of decodes only, `prefill_s` for one carrying prefill."""
 
     pp = 1
+    spec_k, spec_gain = 0, 1.0  # no speculation (StepTimes' defaults)
 
     def __init__(self, decode_s: float = 0.01, prefill_s: float = 0.05) -> None:
         self.decode_s, self.prefill_s = decode_s, prefill_s
