@@ -248,6 +248,9 @@ def inputs_of(a: argparse.Namespace) -> list[str]:
     for name in INPUT_FLAGS:
         v = getattr(a, name, None)
         refs += [v] if isinstance(v, str) else [r for r in (v or []) if isinstance(r, str)]
+    arrival = getattr(a, "arrival", None)  # simulate --arrival trace:FILE
+    if isinstance(arrival, str) and arrival.startswith("trace:"):
+        refs.append(arrival.removeprefix("trace:"))
     out = []
     for ref in refs:
         out.append(ref)
