@@ -53,15 +53,34 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def capped_jobs(jobs: int, force: bool = False, notes: TextIO | None = None) -> int:
-    """`jobs`, at most the usable CPUs unless `force` (--force-jobs); a cap is said on `notes`."""
+def capped_jobs(jobs: int, force: bool = False, notes: TextIO | None = None, what: str | None = None) -> int:
+    """`jobs`, at most the usable CPUs unless `force` (--force-jobs); a cap is said on `notes`
+    (`what`: the flag it names, `--jobs N` by default)."""
     cpus = usable_cpus()
     if force or jobs <= cpus:
         return jobs
     if notes is not None:
-        print(f"--jobs {jobs}: capped at the {cpus} CPUs this process may use (--force-jobs runs {jobs})",
-              file=notes)
+        print(f"{what or f'--jobs {jobs}'}: capped at the {cpus} CPUs this process may use "
+              f"(--force-jobs runs {jobs})", file=notes)
     return cpus
+
+
+def ray_default_cpus() -> int:
+    """The CPUs `ray.init()` would give a local instance: the machine's (or its cgroup quota),
+    not the process's affinity mask."""
+    try:
+        from ray._private.utils import get_num_cpus
+
+        return int(get_num_cpus())
+    except Exception:  # noqa: BLE001 - a private helper of Ray's: any failure falls back
+        return os.cpu_count() or 1
+
+
+def local_ray_cpus(force: bool = False, notes: TextIO | None = None) -> int:
+    """The CPUs (so the tasks at a time) of a `--ray local` instance: Ray's own count, capped at
+    the usable CPUs as `--jobs` is unless `force`."""
+    n = ray_default_cpus()
+    return capped_jobs(n, force, notes, f"--ray local ({n} CPUs)")
 
 
 WATCH_S = 0.5  # how often a worker checks that the driver still runs
@@ -153,10 +172,11 @@ def check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 @contextlib.contextmanager
-def ray_session(address: str) -> Iterator[None]:
-    """Connected to the cluster (or a local one started for `local`) inside the block; a
-    connection this opened is closed after it, one the caller (a test, a notebook) had opened
-    is used and left open."""
+def ray_session(address: str, force: bool = False, notes: TextIO | None = None) -> Iterator[None]:
+    """Connected to the cluster (or a local one started for `local`, with `local_ray_cpus`)
+    inside the block; a connection this opened is closed after it, one the caller (a test, a
+    notebook) had opened is used and left open. Ray's runtime owns its workers' lifetime: a
+    local instance's processes share the driver's fate, a cluster ends a dead driver's job."""
     ray = import_ray()
     check_reachable(address)
     if ray.is_initialized():
@@ -165,7 +185,7 @@ def ray_session(address: str) -> Iterator[None]:
     quiet = {"log_to_driver": False, "logging_level": logging.WARNING}
     try:
         if address == "local":
-            ray.init(include_dashboard=False, **quiet)
+            ray.init(include_dashboard=False, num_cpus=local_ray_cpus(force, notes), **quiet)
         else:
             ray.init(address=address, **quiet)
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, ValueError, RuntimeError

@@ -232,7 +232,7 @@ def run_batch(refs: list[str], opts: BatchOptions, progress_stream: TextIO | Non
         raise InputError(f"--out {opts.out}: exists and is not a folder")
     with contextlib.ExitStack() as session:
         if opts.ray is not None:  # connect before anything is written
-            session.enter_context(executors.ray_session(opts.ray))
+            session.enter_context(executors.ray_session(opts.ray, opts.force_jobs, progress_stream))
         return _run(paths, opts, progress_stream, progress)
 
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from solver.candidates.dilation import dilate
-from solver.candidates.grid import check_grid_size, prune_axes
+from solver.candidates.grid import check_grid_sizes, grid_axes
 from solver.candidates.links import expand_links, link_classes, slower_link_matches
 from solver.candidates.misses import miss_messages
 from solver.candidates.table import (
@@ -47,12 +47,12 @@ from solver.perf import runtime as rt
 from solver.perf.arch import ModelArch
 from solver.perf.colocated import colocated_role
 from solver.perf.operators.tables import measured_tables
-from solver.perf.speculative import Speculation, speculation_axis
+from solver.perf.speculative import Speculation
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.perf.validity import valid_mask
 from solver.problem.load import ResolvedProblem
 from solver.schema.problem import Service
-from solver.schema.roles import COLOCATED, DECODE, PREFILL, ROLES
+from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 
 def service_roles(s: Service) -> tuple[int, ...]:
@@ -61,6 +61,12 @@ def service_roles(s: Service) -> tuple[int, ...]:
         "colocated": (COLOCATED,),
         "disaggregated": (PREFILL, DECODE),
     }[s.runtime]
+
+
+def check_grids(rp: ResolvedProblem) -> None:
+    """Every (service, role)'s grid within the row limit, checked without building it
+    (`fleetplan check`: the same error `plan` gives)."""
+    check_grid_sizes(rp, service_roles)
 
 
 def workload_of(s: Service, speculation: Speculation | None = None) -> rt.Workload:
@@ -93,20 +99,8 @@ def _grid(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int
           stats: PruneStats) -> tuple[Plans, np.ndarray]:
     """The (service, role)'s grid, its axes pruned one by one first (solver/candidates/grid.py):
     the rows of dropped values count as evaluated and invalid."""
-    search = rp.problem.search
-    moe = arch.moe_layers > 0
+    axes, chunks = grid_axes(rp, s, arch, role, n_hw)
     kv = s.kv_precisions
-    chunks = np.asarray(search.chunk_tokens) if role == COLOCATED else np.zeros(1, dtype=int)
-    axes = prune_axes(arch, {
-        "hw": list(range(n_hw)), "tp": list(search.tp), "pp": list(search.pp),
-        "ep": list(search.ep) if moe else [1], "dp": list(search.dp) if moe else [1],
-        "batch": list(search.batch), "wprec": [precision_code(p) for p in s.precisions],
-        "kvprec": [precision_code(p) for p in kv] if kv is not None else [0],
-        "cp": list(search.cp), "spec": list(speculation_axis(rp.speculation_of(s.name), role)),
-    }, len(chunks))
-    line = rp.doc.line_of(("search",))
-    check_grid_size(axes, f"{rp.doc.path}:{line if line is not None else '?'}", s.name,
-                    ROLES[role], {"chunk_tokens": len(chunks)})
     stats.evaluated += axes.dropped
     stats.pruned["invalid"] += axes.dropped
     plans = Plans.grid(**axes.values)

@@ -17,8 +17,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
+from solver.perf.speculative import speculation_axis
+from solver.perf.tables import precision_code
+from solver.problem.load import ResolvedProblem
+from solver.schema.problem import Service
+from solver.schema.roles import COLOCATED, ROLES
 
 # rows of one (service, role)'s grid: the performance model evaluates some 30,000 rows a second
 # on one loaded core and holds ~40 float columns per row, so 500,000 rows are ~15 s and ~0.2 GB;
@@ -69,3 +76,32 @@ def check_grid_size(axes: Axes, where: str, service: str, role: str, extra: dict
     raise InputError(f"{where}: search: the {role} grid of service '{service}' has {axes.rows:,} "
                      f"rows ({shown}), over the limit of {MAX_GRID_ROWS:,}; give fewer values in "
                      "search: (or fewer hardware entries, power caps or precisions)")
+
+
+def grid_axes(rp: ResolvedProblem, s: Service, arch: ModelArch, role: int, n_hw: int) -> tuple[Axes, np.ndarray]:
+    """The pruned axes of a (service, role)'s grid on `n_hw` hardware variants and its chunk
+    sizes, refused (`check_grid_size`) when over the limit."""
+    search = rp.problem.search
+    moe = arch.moe_layers > 0
+    kv = s.kv_precisions
+    chunks = np.asarray(search.chunk_tokens) if role == COLOCATED else np.zeros(1, dtype=int)
+    axes = prune_axes(arch, {
+        "hw": list(range(n_hw)), "tp": list(search.tp), "pp": list(search.pp),
+        "ep": list(search.ep) if moe else [1], "dp": list(search.dp) if moe else [1],
+        "batch": list(search.batch), "wprec": [precision_code(p) for p in s.precisions],
+        "kvprec": [precision_code(p) for p in kv] if kv is not None else [0],
+        "cp": list(search.cp), "spec": list(speculation_axis(rp.speculation_of(s.name), role)),
+    }, len(chunks))
+    line = rp.doc.line_of(("search",))
+    check_grid_size(axes, f"{rp.doc.path}:{line if line is not None else '?'}", s.name,
+                    ROLES[role], {"chunk_tokens": len(chunks)})
+    return axes, chunks
+
+
+def check_grid_sizes(rp: ResolvedProblem, roles_of) -> None:
+    """Every (service, role) grid of the problem within the limit, without building a row
+    (`fleetplan check`); `roles_of(service)` gives a service's roles."""
+    n_hw = sum(len(rp.caps_of(j)) for j in range(len(rp.hardware)))  # one variant per power cap
+    for si, s in enumerate(rp.problem.services):
+        for role in roles_of(s):
+            grid_axes(rp, s, rp.archs[si], role, n_hw)

@@ -233,12 +233,7 @@ def _cmd_trace(a: argparse.Namespace) -> int:
     doc = summarize(a.file, a.window)
     if a.plot:
         views.trace_png(doc, a.plot)
-    text = views.to_json(doc) if a.format == "json" else views.trace_text(doc)
-    if a.out:
-        _write_atomic(a.out, text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _write_or_print(a.out, views.to_json(doc) if a.format == "json" else views.trace_text(doc))
 
 
 # the flags that name a file a command writes, and those that name what it reads
@@ -253,6 +248,9 @@ def inputs_of(a: argparse.Namespace) -> list[str]:
     for name in INPUT_FLAGS:
         v = getattr(a, name, None)
         refs += [v] if isinstance(v, str) else [r for r in (v or []) if isinstance(r, str)]
+    arrival = getattr(a, "arrival", None)  # simulate --arrival trace:FILE
+    if isinstance(arrival, str) and arrival.startswith("trace:"):
+        refs.append(arrival.removeprefix("trace:"))
     out = []
     for ref in refs:
         out.append(ref)
@@ -278,6 +276,7 @@ def _write_atomic(path: str, text: str, flag: str = "--out") -> None:
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
+    from solver.candidates.build import check_grids
     from solver.problem.load import load_problem
     from solver.problem.sweep import describe, expand
 
@@ -286,6 +285,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
         try:
             rp = load_problem(_problem_path(ref))
             variants = expand(rp)  # validates every value of a sweep
+            for v in variants:  # the grids `plan` would refuse (solver/candidates/grid.py)
+                check_grids(v.problem)
         except InputError as exc:
             bad += 1
             print(f"error: {exc}", file=sys.stderr)
@@ -357,12 +358,7 @@ def _cmd_canary(a: argparse.Namespace) -> int:
     from solver.deploy.facts import load_cards, load_plan
 
     plan = load_plan(a.result)
-    text = to_markdown(protocol(plan, a.tool, a.duration, a.url, load_cards(a.card)))
-    if a.out:
-        _write_atomic(a.out, text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return _write_or_print(a.out, to_markdown(protocol(plan, a.tool, a.duration, a.url, load_cards(a.card))))
 
 
 def _cmd_calibrate(a: argparse.Namespace) -> int:

@@ -162,7 +162,8 @@ def add_batch(sub: argparse._SubParsersAction) -> None:
                        help="problems planned at once on a local process pool (default 1; at most "
                        "the CPUs this process may use unless --force-jobs)")
     b.add_argument("--force-jobs", action="store_true",
-                   help="run --jobs workers even where that is more than the usable CPUs")
+                   help="run --jobs workers (or start --ray local with Ray's CPU count) even where that "
+                   "is more than the usable CPUs")
     where.add_argument("--ray", metavar="ADDRESS",
                        help="plan on a Ray cluster: its address, 'auto' (the running cluster) or "
                        "'local' (start one here); needs pip install 'fleetplan[ray]'")

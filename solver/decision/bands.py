@@ -52,13 +52,19 @@ def _pick(groups: list[ValidationGroup], hardware: str, kind: str,
           model: str | None) -> tuple[ValidationGroup, str]:
     """The narrowest group with enough rows for (hardware, kind, model), and a note on why a
     narrower one was not used ('' when the first choice was). A group held out of a user's fit
-    comes before its fitted twin (the held-out error is the honest one)."""
+    comes before its fitted twin (the held-out error is the honest one), and counts the rows
+    of its split, its own and its twin's (a 24-row group split 18 / 6 has 24)."""
     groups = sorted(groups, key=lambda g: g.fitted)
-    enough = [g for g in groups if g.rows >= MIN_GROUP_ROWS]
+    fitted = {(g.hardware, g.models, g.model): g.rows for g in groups if g.fitted}
+
+    def rows(g: ValidationGroup) -> int:
+        return g.rows + (0 if g.fitted else fitted.get((g.hardware, g.models, g.model), 0))
+
+    enough = [g for g in groups if rows(g) >= MIN_GROUP_ROWS]
     own = [g for g in groups if g.hardware == hardware and g.models == kind and g.model == model and model]
     mine = [g for g in enough if g.hardware == hardware and g.models == kind and g.model is None]
     note = ""
-    if own and own[0].rows >= MIN_GROUP_ROWS:
+    if own and rows(own[0]) >= MIN_GROUP_ROWS:
         return own[0], ""
     if own:
         note = f"{own[0].rows} {model} rows on {hardware}, under {MIN_GROUP_ROWS}: every {kind} model's used"

@@ -154,6 +154,31 @@ def test_cli_calibrate_then_plan_with_the_file(tmp_path, measured):
     assert band["band_source"].startswith("problem's calibration file: vllm calibration: 6 measured dense rows")
 
 
+def test_a_plan_without_a_record_takes_its_bands_from_the_problems_file(tmp_path, measured):
+    # `plan --no-record`: no decision record carries the bands, so `validate --plan` takes them
+    # from the calibration file the plan names (assumptions.calibration.file), not the shipped one
+    from tests.accuracy.test_plan_compare import AIPERF
+
+    out = tmp_path / "mine.yaml"
+    r = cli("calibrate", measured, "--engine", "vllm", "--out", str(out), "--model", "closed-form",
+            "--max-evals", "60", "--seed", "1")
+    assert r.returncode == 0, r.stderr
+    held = next(g for g in Calibration.model_validate(yaml.safe_load(out.read_text())).validation if not g.fitted)
+    prob = tmp_path / "p.yaml"
+    prob.write_text(PROBLEM.format(cal="mine.yaml"))
+    plan = tmp_path / "plan.json"
+    r = cli("plan", str(prob), "--no-record", "--format", "json", "--no-timings", "--out", str(plan))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(plan.read_text())
+    assert doc.get("decision") is None and doc["assumptions"]["calibration"]["file"] == str(out)
+    r = cli("validate", str(AIPERF), "--plan", str(plan), "--pool", "1", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    [pool] = json.loads(r.stdout)["pools"]
+    bands = {x["metric"]: x["band_pct"] for x in pool["latencies"]}
+    assert bands["ttft_p50_ms"] == held.ttft_median_abs_pct and bands["tpot_p50_ms"] == held.tpot_median_abs_pct
+    assert "problem's calibration file: vllm calibration: 6 measured dense rows" in r.stdout
+
+
 def test_a_problem_naming_a_missing_or_mismatched_file_names_its_line(tmp_path, measured):
     prob = tmp_path / "p.yaml"
     prob.write_text(PROBLEM.format(cal="nope.yaml"))

@@ -81,6 +81,43 @@ def test_jobs_are_capped_at_the_usable_cpus(monkeypatch):
     assert executors.capped_jobs(64, force=True) == 64 and executors.capped_jobs(2) == 2
 
 
+def test_a_local_ray_instance_is_capped_at_the_usable_cpus(monkeypatch):
+    # Ray counts the machine's CPUs (or its cgroup quota), not the affinity mask
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(executors, "ray_default_cpus", lambda: 64)
+    notes = io.StringIO()
+    assert executors.local_ray_cpus(notes=notes) == 2
+    assert notes.getvalue().startswith("--ray local (64 CPUs): capped at the 2 CPUs") and "--force-jobs" in notes.getvalue()
+    assert executors.local_ray_cpus(force=True) == 64
+    monkeypatch.setattr(executors, "ray_default_cpus", lambda: 2)
+    assert executors.local_ray_cpus(notes=notes) == 2 and notes.getvalue().count("\n") == 1
+
+
+def test_ray_local_starts_with_the_capped_cpus_without_starting_ray(monkeypatch):
+    calls = []
+
+    class FakeRay:
+        def is_initialized(self):
+            return False
+
+        def init(self, **kw):
+            calls.append(kw)
+
+        def shutdown(self):
+            calls.append("shutdown")
+
+    monkeypatch.setattr(executors, "import_ray", FakeRay)
+    monkeypatch.setattr(executors, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(executors, "ray_default_cpus", lambda: 64)
+    notes = io.StringIO()
+    with executors.ray_session("local", notes=notes):
+        pass
+    assert calls[0]["num_cpus"] == 2 and calls[1] == "shutdown" and "--ray local (64 CPUs)" in notes.getvalue()
+    with executors.ray_session("local", force=True):
+        pass
+    assert calls[2]["num_cpus"] == 64
+
+
 def _children() -> dict[int, int]:
     """pid -> parent pid of every process."""
     out = {}

@@ -80,3 +80,23 @@ def test_exploding_search_space_fails_fast_with_exit_2(tmp_path):
     rp = parse_problem(text.replace("runtime: auto", "runtime: colocated"), "big.yaml")
     with pytest.raises(InputError, match="big.yaml:27: search: the colocated grid .* over the limit"):
         build_candidates(rp)
+
+
+def test_check_refuses_the_grid_plan_refuses(tmp_path):
+    """`fleetplan check` gives the exit-2 error `plan` gives for a search space over the limit."""
+    from tests.support.cli import cli
+
+    def values(step: int) -> str:
+        return "[" + ", ".join(str(step * i) for i in range(1, 65)) + "]"
+
+    text = (shipped.data_dir("problems") / "llama3-70b-online.yaml").read_text() + (
+        f"search:\n  tp: {values(1)}\n  pp: {values(1)}\n  batch: {values(1)}\n  chunk_tokens: {values(512)}\n")
+    big = tmp_path / "big.yaml"
+    big.write_text(text.replace("runtime: auto", "runtime: colocated"))
+    got = cli("check", str(big))
+    assert got.returncode == 2, got
+    err = got.stderr.strip().splitlines()
+    assert len(err) == 1 and "search: the colocated grid" in err[0] and "over the limit of 500,000" in err[0], err
+    assert str(big) in err[0] and got.stdout == ""
+    planned = cli("plan", str(big), "--no-record", "--no-timings")
+    assert planned.returncode == 2 and planned.stderr.strip() == err[0], planned

@@ -84,6 +84,22 @@ def test_closed_loop_and_trace_arrivals(result_json, tmp_path):
     assert doc.services[0].replay.requests == 30  # the trace's first 30
 
 
+def test_out_may_not_be_the_arrival_trace(result_json, tmp_path, capsys):
+    # `--arrival trace:FILE` is one of simulate's inputs: --out/--plot there are refused, the
+    # trace left as it was
+    from solver.cli.main import main
+
+    trace = tmp_path / "t.csv"
+    text = "timestamp,prompt_tokens,output_tokens\n" + "".join(f"{0.25 * i},{1000 + 10 * i},50\n" for i in range(40))
+    trace.write_text(text)
+    for flag in ("--out", "--plot"):
+        assert main(["simulate", str(result_json), "--requests", "30", "--arrival", f"trace:{trace}",
+                     flag, str(trace)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{flag} {trace}: is the input" in err[0], err
+        assert trace.read_text() == text
+
+
 def test_plot_writes_a_png(result_json, tmp_path):
     pytest.importorskip("matplotlib")
     png = tmp_path / "cdf.png"
