@@ -120,16 +120,14 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     if r is not None and (feasible or r.runners_up):
         sections.append(("alternatives", "Runners-up and fallback", alternatives_section(r)))
     elif feasible:
-        sections.append(("alternatives", "Runners-up and fallback",
-                         para(_no_record(doc), "note")))
+        sections.append(("alternatives", "Runners-up and fallback", para(_no_record(doc), "note")))
     if feasible:
         sections.append(("canary", "Canary runbook", runbook.html_section(doc)))
     sections.append(("assumptions", "Assumptions", assumptions_section(doc)))
     if r is not None and r.validity is not None:
         sections.append(("validity", "Validity and re-measurement", validity_section(r)))
     elif feasible:
-        sections.append(("validity", "Validity and re-measurement",
-                         para(_no_record(doc), "note")))
+        sections.append(("validity", "Validity and re-measurement", para(_no_record(doc), "note")))
     sections.append(("solver", "Solver", solver_section(doc)))
     nav = "<nav>" + "".join(f'<a href="#{sid}">{esc(title)}</a>' for sid, title, _ in sections) + "</nav>"
     obj = doc.objective.kind if doc.objective else "no objective"
