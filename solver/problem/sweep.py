@@ -14,6 +14,8 @@ service's name; the short label names the axis in variant names and summary colu
     hardware[TYPE].price_per_hour          TYPE.price
     hardware[TYPE].supply                  TYPE.supply        (whole numbers)
     hardware[TYPE].power_w                 TYPE.power_w
+    hardware[TYPE].committed.price_per_hour    TYPE.committed_price   (demand over time: the
+    hardware[TYPE].on_demand.price_per_hour    TYPE.on_demand_price    entry's terms, docs/periods.md)
     services[NAME].workload.qps            NAME.qps
     services[NAME].slo.ttft_ms[.p50]       NAME.ttft_ms       (a number bound is a p50 bound)
     services[NAME].slo.ttft_ms.p99         NAME.ttft_ms.p99
@@ -52,6 +54,8 @@ _HARDWARE_FIELDS: dict[str, tuple[str, bool]] = {
     "price_per_hour": ("price", False),
     "supply": ("supply", True),
     "power_w": ("power_w", False),
+    "committed.price_per_hour": ("committed_price", False),  # the entry's terms (docs/periods.md)
+    "on_demand.price_per_hour": ("on_demand_price", False),
 }
 # field after services[NAME]. -> (workload/slo key, latency bound or None, label suffix)
 _SERVICE_FIELDS: dict[str, tuple[tuple[str, str], Bound | None, str]] = {
@@ -138,8 +142,12 @@ def _locate(rp: ResolvedProblem, key: str) -> tuple[tuple[str | int, ...], str, 
         if field not in _HARDWARE_FIELDS:
             raise InputError(f"{_where(rp.doc, key)}: hardware[{name}].{field} cannot be swept; "
                              f"one of: {', '.join(_HARDWARE_FIELDS)}")
+        term = field.partition(".")[0] if "." in field else None
+        if term is not None and getattr(rp.problem.hardware[j], term) is None:
+            raise InputError(f"{_where(rp.doc, key)}: hardware[{name}] has no {term}: terms to price "
+                             f"(docs/periods.md)")
         short, integer = _HARDWARE_FIELDS[field]
-        return ("hardware", j, field), f"{names[j]}.{short}", None, integer
+        return ("hardware", j, *field.split(".")), f"{names[j]}.{short}", None, integer
     names = [s.name for s in rp.problem.services]
     if name not in names:
         raise InputError(f"{_where(rp.doc, key)}: no service named '{name}' in the problem "

@@ -26,6 +26,7 @@ from solver.report.html_sections import (
     solver_section,
     validity_section,
 )
+from solver.report.periods_views import periods_html
 from solver.report.replay_views import replay_section
 from solver.schema.questions import FrontierSection
 from solver.schema.result import PlanResult
@@ -87,6 +88,12 @@ def _figures(doc: PlanResult) -> str:
         + "</div>")
 
 
+def _no_record(doc: PlanResult) -> str:
+    if doc.periods is not None:
+        return "Not computed: the decision record is not built for demand over time (docs/periods.md)."
+    return "Not computed: the plan carries no decision record (plan --no-record)."
+
+
 def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     """The report. `frontier`: from `solver/questions/report_frontier.py` (None: the section says it was not run)."""
     plots.require_matplotlib(FLAG)
@@ -99,6 +106,8 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     if not feasible:
         sections.append(("why", "Why no plan exists", bullets(doc.infeasible_because or ["no reason recorded"])))
     else:
+        if doc.periods is not None:
+            sections.append(("periods", "Fleet over time", periods_html(doc.periods)))
         sections.append(("pools", "Pools", pools_section(doc)))
         sections.append(("latency", "Latency vs SLO", latency_section(doc)))
         if doc.drift is not None:
@@ -111,16 +120,14 @@ def to_html(doc: PlanResult, frontier: FrontierSection | None = None) -> str:
     if r is not None and (feasible or r.runners_up):
         sections.append(("alternatives", "Runners-up and fallback", alternatives_section(r)))
     elif feasible:
-        sections.append(("alternatives", "Runners-up and fallback",
-                         para("Not computed: the plan carries no decision record (plan --no-record).", "note")))
+        sections.append(("alternatives", "Runners-up and fallback", para(_no_record(doc), "note")))
     if feasible:
         sections.append(("canary", "Canary runbook", runbook.html_section(doc)))
     sections.append(("assumptions", "Assumptions", assumptions_section(doc)))
     if r is not None and r.validity is not None:
         sections.append(("validity", "Validity and re-measurement", validity_section(r)))
     elif feasible:
-        sections.append(("validity", "Validity and re-measurement",
-                         para("Not computed: the plan carries no decision record (plan --no-record).", "note")))
+        sections.append(("validity", "Validity and re-measurement", para(_no_record(doc), "note")))
     sections.append(("solver", "Solver", solver_section(doc)))
     nav = "<nav>" + "".join(f'<a href="#{sid}">{esc(title)}</a>' for sid, title, _ in sections) + "</nav>"
     obj = doc.objective.kind if doc.objective else "no objective"

@@ -1,8 +1,11 @@
 """The plan document's `periods:` section rendered: the committed levels, and per period the
-fleet by type and role, the cost split committed / on demand and the utilisation."""
+fleet by type and role, the cost split committed / on demand and the utilisation (markdown and
+table lines, and the HTML report's section with its plots)."""
 
 from __future__ import annotations
 
+from solver.report import plots
+from solver.report.html_markup import img, para, table
 from solver.schema.periods_result import PeriodFleet, PeriodsResult
 
 
@@ -56,3 +59,21 @@ def periods_markdown(pr: PeriodsResult, table) -> list[str]:
         out += ["Committed devices (paid every period):", "", table(COMMITTED_HEADERS, committed_rows(pr)), ""]
     out += [table(PERIOD_HEADERS, period_rows(pr)), ""]
     return out
+
+
+def periods_html(pr: PeriodsResult) -> str:
+    """The HTML report's "Fleet over time" section: the fleet, cost and utilisation per period as
+    plots, the committed levels with their validity and the periods as tables."""
+    out = [para(summary_line(pr))]
+    if pr.committed:
+        out += ["<h3>Committed devices (paid every period)</h3>",
+                table(COMMITTED_HEADERS, committed_rows(pr), "periods-committed", "lrrrrr"),
+                para("Validity: every period's usage may grow by this factor before committing one more "
+                     "device pays (it then costs the committed price over the horizon and saves the "
+                     "on-demand price whenever the usage reaches it).", "note")]
+    figures = ((plots.periods_fleet_figure, "fleet over time: devices by role and type"),
+               (plots.periods_cost_figure, "cost per period: committed, on demand, starts"),
+               (plots.periods_utilisation_figure, "utilisation per period"))
+    out += [img(plots.png_bytes(draw(pr)), alt, "plot") for draw, alt in figures]
+    out += ["<h3>Periods</h3>", table(PERIOD_HEADERS, period_rows(pr), "periods", "lrllrrrrrl")]
+    return "\n".join(out)

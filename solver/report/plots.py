@@ -14,6 +14,7 @@ from solver import files
 from solver.errors import InputError
 from solver.report.breakdown import CostBreakdown, LatencyRow
 from solver.report.question_views import mix_text
+from solver.schema.periods_result import PeriodsResult
 from solver.schema.questions import FrontierResult
 
 if TYPE_CHECKING:
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
 
 INSTALL_HINT = "pip install 'fleetplan[plot]'"
 DPI = 100
+PALETTE = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink",
+           "tab:olive", "tab:cyan", "tab:gray", "tab:red"]
 
 
 def require_matplotlib(flag: str) -> None:
@@ -170,12 +173,10 @@ def cost_figure(cb: CostBreakdown) -> "Figure":
     ax = fig.add_subplot()
     ys = list(range(len(cb.rows)))[::-1]
     left = [0.0] * len(cb.rows)
-    palette = ["tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown", "tab:pink",
-               "tab:olive", "tab:cyan", "tab:gray", "tab:red"]
     total = max((r.cost_per_hour for r in cb.rows), default=0.0)
     for k, t in enumerate(cb.types):
         vals = [r.by_type.get(t, 0.0) for r in cb.rows]
-        ax.barh(ys, vals, left=left, height=0.6, color=palette[k % len(palette)],
+        ax.barh(ys, vals, left=left, height=0.6, color=PALETTE[k % len(PALETTE)],
                 label=_plain(f"{t} (USD {cb.type_cost[t]:,.2f}/h, {cb.type_devices[t]} devices)"))
         for y, x0, v in zip(ys, left, vals):
             if total > 0 and v / total > 0.08:
@@ -191,4 +192,79 @@ def cost_figure(cb: CostBreakdown) -> "Figure":
     ax.grid(axis="x", alpha=0.3)
     handles, _ = ax.get_legend_handles_labels()
     _legend_below(fig, handles, min(len(cb.types), 3))
+    return fig
+
+
+# ---- demand over time (the document's periods: section) ----------------------------------------
+
+
+def _period_axes(fig: "Figure", pr: PeriodsResult, ylabel: str, title: str):
+    ax = fig.add_subplot()
+    names = [f.name for f in pr.fleet]
+    step = max(1, len(names) // 24)  # at most about 24 tick labels
+    ax.set_xticks(range(0, len(names), step), [_plain(n) for n in names[::step]], fontsize=7,
+                  rotation=45 if len(names) > 12 else 0)
+    ax.set_xlim(-0.6, len(names) - 0.4)
+    ax.set_xlabel("period")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    return ax
+
+
+def _stacked(ax, layers: list[tuple[str, list[float]]], colors: list[str]) -> None:
+    """One bar per period, stacked in the order of `layers` (label, value per period)."""
+    xs = list(range(len(layers[0][1]))) if layers else []
+    bottom = [0.0] * len(xs)
+    for (label, vals), color in zip(layers, colors):
+        ax.bar(xs, vals, bottom=bottom, width=0.8, color=color, label=_plain(label))
+        bottom = [a + b for a, b in zip(bottom, vals)]
+
+
+def periods_fleet_figure(pr: PeriodsResult) -> "Figure":
+    """Devices per period, stacked by role and hardware type; the committed levels as lines."""
+    keys = sorted({(role, t) for f in pr.fleet for role, by in f.devices_by_role.items() for t in by})
+    layers = [(f"{role} · {t}", [float(f.devices_by_role.get(role, {}).get(t, 0)) for f in pr.fleet])
+              for role, t in keys]
+    fig = _figure(9.5, 4.2)
+    ax = _period_axes(fig, pr, "devices", "fleet over time: devices by role and type")
+    _stacked(ax, layers, [PALETTE[k % len(PALETTE)] for k in range(len(layers))])
+    for c in pr.committed:
+        ax.axhline(c.devices, color="black", ls="--", lw=1.0,
+                   label=_plain(f"{c.hardware} committed ({c.devices})"))
+    handles, _ = ax.get_legend_handles_labels()
+    _legend_below(fig, handles, min(len(handles), 4))
+    return fig
+
+
+COST_LAYERS = (("committed", "committed_cost_usd", "tab:blue"),
+               ("on demand", "on_demand_cost_usd", "tab:orange"),
+               ("starts", "start_cost_usd", "tab:gray"))
+
+
+def periods_cost_figure(pr: PeriodsResult) -> "Figure":
+    """Cost per period (USD), stacked committed / on demand / starts."""
+    layers = [(f"{label} (USD {getattr(pr, key):,.2f} in all)", [getattr(f, key) for f in pr.fleet], color)
+              for label, key, color in COST_LAYERS if key != "start_cost_usd" or pr.start_cost_usd]
+    fig = _figure(9.5, 4.0)
+    ax = _period_axes(fig, pr, "cost (USD per period)",
+                      f"cost per period: USD {pr.cost_usd:,.2f} over {pr.horizon_h:g} h")
+    _stacked(ax, [(a, b) for a, b, _ in layers], [c for _, _, c in layers])
+    handles, _ = ax.get_legend_handles_labels()
+    _legend_below(fig, handles, len(handles))
+    return fig
+
+
+def periods_utilisation_figure(pr: PeriodsResult) -> "Figure":
+    """Utilisation per period (mean rate / capacity), one line per service."""
+    services = sorted({s for f in pr.fleet for s in f.utilisation})
+    fig = _figure(9.5, 3.6)
+    ax = _period_axes(fig, pr, "utilisation (% of capacity)", "utilisation per period (mean rate / capacity)")
+    xs = list(range(len(pr.fleet)))
+    for k, s in enumerate(services):
+        ax.plot(xs, [100.0 * f.utilisation.get(s, 0.0) for f in pr.fleet], "o-", ms=3,
+                color=PALETTE[k % len(PALETTE)], label=_plain(s))
+    ax.set_ylim(0, 105)
+    handles, _ = ax.get_legend_handles_labels()
+    _legend_below(fig, handles, min(len(handles), 4))
     return fig

@@ -6,7 +6,8 @@
 
 Each key is the path of one field of the problem (the paths `solver/problem/sweep.py` accepts:
 `budget_per_hour`, `constraints.power_kw`, `constraints.safety_margin`,
-`hardware[TYPE].price_per_hour|supply|power_w`, `services[NAME].workload.qps`,
+`hardware[TYPE].price_per_hour|supply|power_w`, `hardware[TYPE].committed.price_per_hour`,
+`hardware[TYPE].on_demand.price_per_hour`, `services[NAME].workload.qps`,
 `services[NAME].slo.ttft_ms|tpot_ms` with an optional `.p50` / `.p99`); each value a list of
 numbers or an evenly spaced range. The structure is checked here (strict: unknown keys, NaN,
 booleans, strings, repeated values are errors); the paths and each planned value are checked

@@ -152,3 +152,26 @@ def test_the_product_is_every_combination_once_with_its_values(sweep):
         for (label, value), want in zip(v.values, combo):
             assert value == want
             assert _read(v.problem, label) == want
+
+
+def test_the_terms_prices_of_demand_over_time_can_be_swept():
+    """`hardware[TYPE].on_demand.price_per_hour` and `.committed.price_per_hour` write into the
+    entry's terms (docs/periods.md); a type without that term is an error naming the key."""
+    from tests.support.cli import ROOT
+
+    path = ROOT / "problems" / "daily-demand.yaml"
+    base = path.read_text()
+    rp = parse_problem(base + "sweep:\n  hardware[h100-sxm].on_demand.price_per_hour: [6, 3]\n"
+                       "  hardware[h100-sxm].committed.price_per_hour: [2.49, 2]\n", str(path))
+    vs = expand(rp)
+    assert [v.name for v in vs] == [
+        f"daily-demand[h100-sxm.on_demand_price={od},h100-sxm.committed_price={cp}]"
+        for od in (6, 3) for cp in (2.49, 2)]
+    for v in vs:
+        od, cp = (x for _, x in v.values)
+        h100 = v.problem.problem.hardware[0]
+        assert (h100.on_demand.price_per_hour, h100.committed.price_per_hour) == (od, cp)
+        assert h100.committed.supply is None and v.problem.problem.hardware[1].on_demand is None
+    with pytest.raises(InputError, match=r"sweep.hardware\[h200-sxm\].on_demand.price_per_hour: "
+                       r"hardware\[h200-sxm\] has no on_demand: terms"):
+        expand(parse_problem(base + "sweep:\n  hardware[h200-sxm].on_demand.price_per_hour: [3]\n", str(path)))
