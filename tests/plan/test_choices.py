@@ -47,6 +47,10 @@ def test_binding_power_cap_buys_more_devices_at_lower_caps():
     unlimited = plan(resolve(free, rp.doc), timings=False, compare=False)
     assert unlimited.power_kw > 15 and unlimited.total_devices < doc.total_devices
     assert unlimited.cost_per_hour < doc.cost_per_hour
+    # by hand (the numbers problems/power-capped.yaml states): 28 devices at 700 W = 19.6 kW,
+    # 28 x 4.25 = $119.00/h
+    assert unlimited.total_devices == 28 and unlimited.power_kw == pytest.approx(19.6)
+    assert unlimited.cost_per_hour == pytest.approx(119.0)
 
 
 def _at_energy_price(rp, usd_per_kwh: float):
