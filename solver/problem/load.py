@@ -157,31 +157,33 @@ def _workloads(problem: Problem, doc: YamlDoc, base: Path | None) -> Problem:
     return problem.model_copy(update={"services": services})
 
 
+def _service_card(doc: YamlDoc, i: int, s: Service, base: Path | None) -> ModelCard:
+    """Service i's model card, with its context checked against the service's lengths."""
+    card = _card(doc, ("services", i, "model"), f"services[{i}].model", s.model,
+                 shipped.model_card, base)
+    mc = s.workload.max_context
+    if mc is not None and mc > card.max_context_tokens:
+        wl = ("services", i, "workload", "max_context")
+        raise InputError(
+            f"{_where(doc, wl)}: services[{i}].workload.max_context: {mc} exceeds "
+            f"{card.name}'s maximum context of {card.max_context_tokens} tokens"
+        )
+    need = s.workload.input_tokens.mean_tokens + s.workload.output_tokens.mean_tokens
+    if need > card.max_context_tokens:
+        wl = ("services", i, "workload", "input_tokens")
+        raise InputError(
+            f"{_where(doc, wl)}: services[{i}].workload: input + output tokens ({need:g}) "
+            f"exceed {card.name}'s maximum context of {card.max_context_tokens} tokens"
+        )
+    return card
+
+
 def resolve(problem: Problem, doc: YamlDoc) -> ResolvedProblem:
     base = Path(doc.path).parent if not doc.path.startswith("<") else None
     problem = _workloads(problem, doc, base)
     problem, cal_file = _calibration_file(problem, doc, base)
-    models: list[ModelCard] = []
-    archs: list[ModelArch] = []
-    for i, s in enumerate(problem.services):
-        card = _card(doc, ("services", i, "model"), f"services[{i}].model", s.model,
-                     shipped.model_card, base)
-        mc = s.workload.max_context
-        if mc is not None and mc > card.max_context_tokens:
-            wl = ("services", i, "workload", "max_context")
-            raise InputError(
-                f"{_where(doc, wl)}: services[{i}].workload.max_context: {mc} exceeds "
-                f"{card.name}'s maximum context of {card.max_context_tokens} tokens"
-            )
-        need = s.workload.input_tokens.mean_tokens + s.workload.output_tokens.mean_tokens
-        if need > card.max_context_tokens:
-            wl = ("services", i, "workload", "input_tokens")
-            raise InputError(
-                f"{_where(doc, wl)}: services[{i}].workload: input + output tokens ({need:g}) "
-                f"exceed {card.name}'s maximum context of {card.max_context_tokens} tokens"
-            )
-        models.append(card)
-        archs.append(_arch(doc, i, s, card))
+    models = [_service_card(doc, i, s, base) for i, s in enumerate(problem.services)]
+    archs = [_arch(doc, i, s, card) for i, (s, card) in enumerate(zip(problem.services, models))]
     speculations = tuple(_speculation(doc, i, s, card, base) for i, (s, card)
                          in enumerate(zip(problem.services, models)))
     cards: list[HardwareCard] = []

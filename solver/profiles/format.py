@@ -246,15 +246,11 @@ def write_profile(
         with gzip.GzipFile(filename="", mode="wb", fileobj=buf, mtime=0, compresslevel=9) as gz:
             gz.write(data)
         data = buf.getvalue()
-    _atomic_write(csv_path, data)
+    files.write_bytes(csv_path, data, "--out")
     meta = provenance.model_dump(mode="json")
-    _atomic_write(folder / f"{family}.meta.json",
-                  (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode("utf-8"))
+    files.write_bytes(folder / f"{family}.meta.json",
+                      (json.dumps(meta, indent=2, sort_keys=False) + "\n").encode("utf-8"), "--out")
     return csv_path
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    files.write_bytes(path, data, "--out")
 
 
 # ---------------------------------------------------------------------------------------------
