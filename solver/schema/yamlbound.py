@@ -103,7 +103,9 @@ class BoundedLoader(_Base):
         if part is not None:
             self._path.append(part)
         mark = self.peek_event().start_mark
-        if len(self._path) > self._limits.max_depth:
+        # levels: the collections around this node, and the node itself when it is one
+        opens = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        if len(self._path) + opens > self._limits.max_depth:
             raise self._fail(mark, f"nested more than {self._limits.max_depth} levels deep")
         if not self.check_event(yaml.AliasEvent):
             self._nodes += 1
