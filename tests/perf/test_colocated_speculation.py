@@ -16,7 +16,6 @@ import pytest
 from solver.catalog import shipped
 from solver.perf import runtime as rt
 from solver.perf import speculative as spm
-from solver.perf.arch import ModelArch
 from solver.perf.colocated import colocated_role, mixed_verify_load, spec_iterations
 from solver.perf.stages import Load
 from solver.perf.tables import HardwareTable, Plans
@@ -24,11 +23,6 @@ from solver.schema.engine import EngineParams
 from tests.perf.test_speculative import ENGINE, plans_at, stub_cycle
 
 SLOW = ENGINE.mixed_batch_slowdown  # 1.10
-
-
-@pytest.fixture(scope="module")
-def a70() -> ModelArch:
-    return ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
 
 
 def T(m: float) -> float:

@@ -13,7 +13,6 @@ import pytest
 
 from solver.catalog import shipped
 from solver.perf import context_parallel as cpm
-from solver.perf.arch import ModelArch
 from solver.perf.memory import memory
 from solver.perf.stages import Load, pass_latency, stage_time
 from solver.perf.tables import HardwareTable, Plans
@@ -25,16 +24,6 @@ E = EngineParams(gpu_memory_utilization=0.90, runtime_reserve_gib=3.5, collectiv
 NVLINK, NVLINK_LAT = 360e9, 8e-6
 NIC, NIC_LAT = 36.5e9, 10e-6
 PROMPT = 131072  # 128K tokens
-
-
-@pytest.fixture(scope="module")
-def a70() -> ModelArch:
-    return ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
-
-
-@pytest.fixture(scope="module")
-def h100() -> HardwareTable:
-    return HardwareTable.from_cards([shipped.hardware_card("h100-sxm")])
 
 
 def plans(**kw) -> Plans:

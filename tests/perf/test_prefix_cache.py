@@ -11,26 +11,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from solver.catalog import shipped
 from solver.perf import prefix
 from solver.perf import runtime as rt
-from solver.perf.arch import ModelArch
 from solver.perf.operators.counts import prefix_reads, window_pairs
 from solver.perf.stages import Load, stage_time
-from solver.perf.tables import HardwareTable, Plans
+from solver.perf.tables import Plans
 from solver.schema.engine import EngineParams
 
 E = EngineParams(step_overhead_ms=1.0, kernels_per_layer=10.0)
-
-
-@pytest.fixture(scope="module")
-def a70() -> ModelArch:
-    return ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
-
-
-@pytest.fixture(scope="module")
-def h100() -> HardwareTable:
-    return HardwareTable.from_cards([shipped.hardware_card("h100-sxm")])
 
 
 def plans(**kw) -> Plans:

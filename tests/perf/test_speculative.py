@@ -33,11 +33,6 @@ TARGET_P, DRAFT_P = 1e9, 1e8  # p / P = 0.1
 
 
 @pytest.fixture(scope="module")
-def a70() -> ModelArch:
-    return ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
-
-
-@pytest.fixture(scope="module")
 def a8() -> ModelArch:
     return ModelArch.from_card(shipped.model_card("llama-3.1-8b"))
 

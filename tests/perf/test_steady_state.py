@@ -4,26 +4,13 @@ counts on (hand-computed from the Llama-3.1-70B card and the H100 card, no measu
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
-from solver.catalog import shipped
 from solver.perf import runtime as rt
-from solver.perf.arch import ModelArch
 from solver.perf.colocated import colocated_role
-from solver.perf.tables import HardwareTable, Plans
+from solver.perf.tables import Plans
 from solver.schema.engine import EngineParams
 
 E = EngineParams()  # decode_slot_fill 0.92
-
-
-@pytest.fixture(scope="module")
-def a70() -> ModelArch:
-    return ModelArch.from_card(shipped.model_card("llama-3.1-70b"))
-
-
-@pytest.fixture(scope="module")
-def h100() -> HardwareTable:
-    return HardwareTable.from_cards([shipped.hardware_card("h100-sxm")])
 
 
 def _plans(batch, tp=8) -> Plans:
