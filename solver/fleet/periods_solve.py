@@ -7,7 +7,8 @@ period (only demand and the demand bounds change); the first stage is warm-start
 period planned alone (`period_hints`: one solve per distinct demand, within a quarter of the time
 limit; a period left unsolved borrows the plan of a solved period whose demand covers its own),
 with the committed level that is cheapest for those usages; and a period's instance bounds come
-from its own demand, so quiet periods have small domains.
+from its own demand, so quiet periods have small domains. When the committed vectors are few,
+they are searched exactly (solver/fleet/periods_commit.py) and the tie-breaks run at the best.
 """
 
 from __future__ import annotations
