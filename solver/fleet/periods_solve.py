@@ -155,6 +155,14 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     return out
 
 
+def floor_sum(pi: PeriodInstance, hints: Hints) -> float:
+    """A lower bound on the horizon's cost: each period's floor at the lower prices times its
+    seconds (committing costs cp over the horizon for every device a period uses under it), a
+    period without a floor counted at 0 (costs are not negative). CP-SAT's core-based bound may
+    stay below it."""
+    return float(sum(f * s for f, s in zip(hints.floors, pi.seconds) if f is not None))
+
+
 def post_floors(pm: PeriodModel, hints: Hints) -> None:
     """Each period's cost at the lower prices is at least its bound planned alone; and at the
     higher prices: plain + sum_h op_h (committed_h + on_demand_ph) >= its bound planned alone at
@@ -331,7 +339,7 @@ def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> Pe
     if not found(status):
         return None
     value = int(round(solver.objective_value))
-    gap = abs(value - solver.best_objective_bound) / max(abs(value), 1e-9)
+    gap = abs(value - max(solver.best_objective_bound, floor_sum(pi, hints))) / max(abs(value), 1e-9)
     # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
     proven = status == cp_model.OPTIMAL and gap <= 1e-9
     done = [Stage(spec[0].name, SolveStatus.of_stage(status), value / spec[0].unit)]

@@ -13,7 +13,7 @@ from solver.fleet import periods_commit
 from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, period_instance
-from solver.fleet.periods_solve import cost_expr, solve_periods
+from solver.fleet.periods_solve import cost_expr, floor_sum, period_hints, solve_periods
 from solver.fleet.status import SolveStatus
 from solver.schema.roles import COLOCATED
 
@@ -86,3 +86,14 @@ def test_period_bounds_are_memoised_over_equal_periods():
     # than 2 more 'a' at $3 ($6/h); 10 QPS: the free 'a' alone
     assert bounds.lower({0: 1}) == pytest.approx((4 * 1.0 + 2 * 5.0) * COST_UNIT)
     assert bounds.solves == 2
+
+
+def test_floor_sum_bounds_the_horizon_cost():
+    """30 then 10 QPS on 'a' alone (committed $1, on demand $3): at the lower price ($1) the
+    periods cost at least 3 + 1 = $4 over the two hours, below the optimum $6."""
+    from tests.fleet.test_periods import two_periods
+
+    pi = two_periods([30.0, 10.0], 1.0, 3.0)
+    hints = period_hints(pi, OPTS, 5.0)
+    assert floor_sum(pi, hints) == pytest.approx(4.0 * COST_UNIT)
+    assert solve_periods(pi, OPTS).cost_usd == pytest.approx(6.0)
