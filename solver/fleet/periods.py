@@ -122,7 +122,7 @@ class PeriodModel:
         return out + [v for vs in self.started for v in vs]
 
 
-def _device_bound(pi: PeriodInstance, h: int) -> int:
+def device_bound(pi: PeriodInstance, h: int) -> int:
     """The most devices of type h any period can use (its columns' bounds)."""
     rows = np.flatnonzero(pi.base.hw == h)
     return int(max(int(np.sum(inst.ub[rows] * inst.devices[rows])) for inst in pi.periods)) if rows.size else 0
@@ -136,8 +136,9 @@ def _post_commitment(pm: PeriodModel) -> Commitment:
     for h, name in enumerate(pi.base.hw_names):
         if not pi.termed[h]:
             continue
-        top = _device_bound(pi, h)
-        cap = top if pi.committed_price[h] is None else min(top, _or(pi.committed_supply[h], top))
+        top = device_bound(pi, h)
+        # no committed price: the type cannot be committed (rented only)
+        cap = 0 if pi.committed_price[h] is None else min(top, _or(pi.committed_supply[h], top))
         committed[h] = m.new_int_var(0, cap, f"committed[{name}]")
         rows = np.flatnonzero(pi.base.hw == h)
         for p, fm in enumerate(pm.fms):

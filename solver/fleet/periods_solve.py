@@ -7,7 +7,8 @@ period (only demand and the demand bounds change); the first stage is warm-start
 period planned alone (`period_hints`: one solve per distinct demand, within a quarter of the time
 limit; a period left unsolved borrows the plan of a solved period whose demand covers its own),
 with the committed level that is cheapest for those usages; and a period's instance bounds come
-from its own demand, so quiet periods have small domains.
+from its own demand, so quiet periods have small domains. When the committed vectors are few,
+they are searched exactly (solver/fleet/periods_commit.py) and the tie-breaks run at the best.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.fleet import integerize as ints
+from solver.fleet import periods_commit as commit
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.objective import ObjectiveStage, configs_expr, devices_expr
 from solver.fleet.options import SolveOptions
@@ -153,6 +155,14 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     return out
 
 
+def floor_sum(pi: PeriodInstance, hints: Hints) -> float:
+    """A lower bound on the horizon's cost: each period's floor at the lower prices times its
+    seconds (committing costs cp over the horizon for every device a period uses under it), a
+    period without a floor counted at 0 (costs are not negative). CP-SAT's core-based bound may
+    stay below it."""
+    return float(sum(f * s for f, s in zip(hints.floors, pi.seconds) if f is not None))
+
+
 def post_floors(pm: PeriodModel, hints: Hints) -> None:
     """Each period's cost at the lower prices is at least its bound planned alone; and at the
     higher prices: plain + sum_h op_h (committed_h + on_demand_ph) >= its bound planned alone at
@@ -202,8 +212,9 @@ def _hint_shares(pm: PeriodModel, fm, c: np.ndarray) -> None:
         pm.m.add_hint(fm.v.dis[s][0], dis)
 
 
-def apply_hints(pm: PeriodModel, counts: list) -> None:
-    """Hint every period's counts where known, and the commitment cheapest for their usage."""
+def apply_hints(pm: PeriodModel, counts: list, levels: dict[int, int] | None = None) -> None:
+    """Hint every period's counts where known, and the commitment cheapest for their usage
+    (or `levels`, the committed levels a model is fixed at)."""
     pi = pm.pi
     for fm, c in zip(pm.fms, counts):
         if c is not None:
@@ -221,10 +232,19 @@ def apply_hints(pm: PeriodModel, counts: list) -> None:
     for h, var in pm.commit.committed.items():
         rows = pi.base.hw == h
         usage = np.array([int(np.sum(c[rows] * pi.base.devices[rows])) for c in counts])
-        level = _best_commitment(pi, h, usage)
+        level = _best_commitment(pi, h, usage) if levels is None else levels[h]
         pm.m.add_hint(var, level)
         for p, d in enumerate(pm.commit.on_demand):
             pm.m.add_hint(d[h], max(int(usage[p]) - level, 0))
+
+
+def hinted_levels(pi: PeriodInstance, counts: list) -> dict[int, int] | None:
+    """The committed levels cheapest for the hinted usages (None when a period has no hint)."""
+    if any(c is None for c in counts):
+        return None
+    rows = {h: pi.base.hw == h for h in range(len(pi.base.hw_names)) if pi.termed[h]}
+    return {h: _best_commitment(pi, h, np.array([int(np.sum(c[r] * pi.base.devices[r])) for c in counts]))
+            for h, r in rows.items()}
 
 
 def _read(pm: PeriodModel, solver: cp_model.CpSolver) -> dict:
@@ -269,29 +289,61 @@ def _freeze(pm: PeriodModel, stage: ObjectiveStage, solver: cp_model.CpSolver, v
     pm.m.add(stage.expr <= value)
 
 
-def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
-    """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of time)."""
-    t0 = time.perf_counter()
-    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
-    pm = PeriodModel(pi)
-    apply_hints(pm, hints.counts)
-    post_floors(pm, hints)
-    done: list[Stage] = []
-    gap, overall, got, cost = 0.0, SolveStatus.OPTIMAL, None, 0.0
-    for k, stage in enumerate(stages(pm)[:opts.max_stages]):
-        solver, status = _run_stage(pm, stage, k == 0, opts, t0)
+def _tiebreaks(pm: PeriodModel, spec: list[ObjectiveStage], opts: SolveOptions, t0: float,
+               done: list[Stage], got: dict) -> dict:
+    """The stages after the cost one, each frozen in turn; a stage without a solution keeps the
+    previous stage's values."""
+    for stage in spec:
+        solver, status = _run_stage(pm, stage, False, opts, t0)
         if not found(status):
-            if k == 0:
-                return None
             break
         value = int(round(solver.objective_value))
         done.append(Stage(stage.name, SolveStatus.of_stage(status), value / stage.unit))
-        if k == 0:
-            gap = abs(value - solver.best_objective_bound) / max(abs(value), 1e-9)
-            # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
-            proven = status == cp_model.OPTIMAL and gap <= 1e-9
-            overall, cost = SolveStatus.OPTIMAL if proven else SolveStatus.FEASIBLE, value / COST_UNIT
         _freeze(pm, stage, solver, value)
         got = _read(pm, solver)
-    return PeriodSolution(status=overall, cost_usd=cost, gap=gap, wall_s=time.perf_counter() - t0,
-                          stages=done, hint_solves=hints.solves, **got)  # type: ignore[arg-type]
+    return got
+
+
+def _by_levels(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+    """The committed levels searched exactly (solver/fleet/periods_commit.py), then the
+    tie-breaks at the best levels."""
+    def prepare(pm: PeriodModel, levels: dict[int, int]) -> None:
+        apply_hints(pm, hints.counts, levels)
+        post_floors(pm, hints)
+
+    best = commit.search(pi, opts, hinted_levels(pi, hints.counts) or {}, prepare, cost_expr, t0)
+    if best is None:
+        return None
+    pm, spec = best.pm, stages(best.pm)
+    gap = (best.value - best.bound) / max(best.value, 1e-9)
+    proven = SolveStatus.OPTIMAL if gap <= 1e-9 else SolveStatus.FEASIBLE
+    done = [Stage(spec[0].name, proven, best.value / spec[0].unit)]
+    _freeze(pm, spec[0], best.solver, best.value)
+    got = _tiebreaks(pm, spec[1:opts.max_stages], opts, t0, done, _read(pm, best.solver))
+    return PeriodSolution(status=proven, cost_usd=best.value / COST_UNIT, gap=gap,
+                          wall_s=time.perf_counter() - t0, stages=done, hint_solves=hints.solves, **got)
+
+
+def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
+    """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of
+    time). Few committed vectors: searched exactly (`_by_levels`); else one model over periods."""
+    t0 = time.perf_counter()
+    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
+    if commit.level_ranges(pi) is not None:
+        return _by_levels(pi, opts, hints, t0)
+    pm = PeriodModel(pi)
+    apply_hints(pm, hints.counts)
+    post_floors(pm, hints)
+    spec = stages(pm)
+    solver, status = _run_stage(pm, spec[0], True, opts, t0)
+    if not found(status):
+        return None
+    value = int(round(solver.objective_value))
+    gap = abs(value - max(solver.best_objective_bound, floor_sum(pi, hints))) / max(abs(value), 1e-9)
+    # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
+    proven = status == cp_model.OPTIMAL and gap <= 1e-9
+    done = [Stage(spec[0].name, SolveStatus.of_stage(status), value / spec[0].unit)]
+    _freeze(pm, spec[0], solver, value)
+    got = _tiebreaks(pm, spec[1:opts.max_stages], opts, t0, done, _read(pm, solver))
+    return PeriodSolution(status=SolveStatus.OPTIMAL if proven else SolveStatus.FEASIBLE, cost_usd=value / COST_UNIT,
+                          gap=gap, wall_s=time.perf_counter() - t0, stages=done, hint_solves=hints.solves, **got)
