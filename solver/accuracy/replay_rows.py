@@ -90,24 +90,30 @@ def benchmark_tool(raw: dict[str, str]) -> str:
 
 
 # aiconfigurator's generator (ai-dynamo/aiconfigurator at 095f58a5,
-# src/aiconfigurator/generator/rule_plugin/vllm.rule, the default rule plugin, applied unless
-# `preserve_engine_limits`) sizes an aggregated vLLM worker's limits to the benchmark:
-# max_num_seqs = 512 below 512 sequences (else twice the batch) and max_num_batched_tokens =
-# max_num_seqs + isl + 1500. Its TensorRT-LLM and SGLang rules do the same (max_num_tokens =
-# batch + isl + 500 without context chunking; max_prefill_tokens = isl + 1500 with mixed
-# chunks), but the sample's TensorRT-LLM 1.0.0rc3 and SGLang 0.5.1 rows contradict them: with
-# those limits one prompt fills an iteration, the lockstep waves break and the replayed TTFT
-# falls to a half to a tenth of the measured one (benchmarks/replay_accuracy.md), so those
-# engines keep their defaults here.
+# src/aiconfigurator/generator/rule_plugin/{vllm,trtllm}.rule, the default rule plugin, applied
+# unless `preserve_engine_limits`) sizes an aggregated worker's limits to the benchmark:
+# vLLM max_num_seqs = 512 below 512 sequences (else twice the batch) and max_num_batched_tokens
+# = max_num_seqs + isl + 1500; TensorRT-LLM max_num_tokens = batch + isl + 500 (the batch taken
+# as the row's concurrency). The TensorRT-LLM limit was first rejected (one prompt per
+# iteration broke the lockstep waves, TTFT -54%, benchmarks/replay_accuracy.md); with the
+# PyTorch backend's overlap scheduler modelled (solver/replay/schedulers/trtllm.py: an arrival
+# at a busy engine waits one more iteration) the replay keeps it. The template's default is
+# without context chunking; the replay keeps its chunking convention (a context longer than the
+# budget is cut; with a budget above isl it never is) (benchmarks/replay_accuracy.md). SGLang's
+# rule (max_prefill_tokens = isl + 1500, mixed chunks) is still contradicted by the SGLang
+# 0.5.1 rows (-69% to -95%), so SGLang keeps its defaults here.
 GEN_VLLM_SEQS = 512
 GEN_VLLM_EXTRA = 1500
+GEN_TRTLLM_EXTRA = 500
 
 
 def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
     """The token budget per iteration of the engine that measured a row: aiconfigurator's
-    generated vLLM limit (above) on its vLLM rows, else `CHUNK_TOKENS`."""
-    if tool != "aiconfigurator" or engine != "vllm":
+    generated vLLM and TensorRT-LLM limits (above) on its rows, else `CHUNK_TOKENS`."""
+    if tool != "aiconfigurator" or engine not in ("vllm", "trtllm"):
         return CHUNK_TOKENS
+    if engine == "trtllm":
+        return int(concurrency) + int(input_tokens) + GEN_TRTLLM_EXTRA
     seqs = GEN_VLLM_SEQS if int(concurrency) < GEN_VLLM_SEQS else 2 * int(concurrency)
     return seqs + int(input_tokens) + GEN_VLLM_EXTRA
 

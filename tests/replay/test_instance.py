@@ -20,6 +20,22 @@ def _replay(policy, arrivals, prompts, outputs, blocks=100_000, steps=None, role
     return inst.table, inst
 
 
+def test_trtllm_overlap_scheduler_hand_computed():
+    # decode-only iterations 10 ms, with prefill 50 ms. A (t=0, 100 + 4): idle engine, prefill
+    # [0, .05], decodes [.05, .06], [.06, .07], ... B (t=.052, 100 + 2) arrives during [.05, .06]:
+    # without the overlap it joins at .06 ([.06, .11] first token .11, [.11, .12] finishes B and
+    # A); with it the batch at .06 was chosen at .05, so [.06, .07] decodes A alone and B
+    # prefills in [.07, .12] (A's 4th token), first token .12, its last [.12, .13]. C (t=.3):
+    # nothing running, scheduled at once, [.3, .35], both ways.
+    args = ([0.0, 0.052, 0.3], [100, 100, 50], [4, 2, 1])
+    tab, _ = _replay(make_policy("trtllm", 256, 8192, overlap=True), *args)
+    assert tab.first_token_s == pytest.approx([0.05, 0.12, 0.35])
+    assert tab.finish_s == pytest.approx([0.12, 0.13, 0.35])
+    tab, _ = _replay(make_policy("trtllm", 256, 8192, overlap=False), *args)
+    assert tab.first_token_s == pytest.approx([0.05, 0.11, 0.35])
+    assert tab.finish_s == pytest.approx([0.12, 0.12, 0.35])
+
+
 def test_three_requests_hand_computed():
     # decode-only iterations 10 ms, any iteration with prefill 50 ms.
     # A (t=0, out 3): prefill [0, .05] -> first token .05; B (t=.02, out 2) prefills with A's

@@ -137,7 +137,7 @@ def test_sglang_retracts_the_request_with_the_fewest_output_tokens():
 
 def test_trtllm_guaranteed_no_evict_reserves_every_requests_full_length():
     # 10 blocks of 32 tokens; running: 64 + 128 tokens reserved (6 blocks) though it holds 3
-    policy = TrtllmScheduler(max_batch_size=64, max_num_tokens=8192)
+    policy = TrtllmScheduler(max_batch_size=64, max_num_tokens=8192, overlap=False)  # capacity alone
     inst = instance(policy, blocks=10)
     _table(inst, 3)
     w0 = _waiting(inst, 0, 64, 128)

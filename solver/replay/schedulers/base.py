@@ -26,7 +26,7 @@ class Seq:
     first token; a decoder computes one token per step; a preempted one recomputes from 0."""
 
     __slots__ = ("id", "prompt", "output", "computed", "generated", "blocks", "shared", "prefix_id",
-                 "prefix_tokens", "offset", "base", "admit", "started", "reserved", "looked")
+                 "prefix_tokens", "offset", "base", "admit", "started", "reserved", "looked", "seen")
 
     def __init__(self, rid: int, prompt: int, output: int, prefix_id: int = -1, prefix_tokens: int = 0,
                  computed: int = 0, generated: int = 0) -> None:
@@ -45,6 +45,7 @@ class Seq:
         self.started = False  # scheduled at least once (queued_s recorded)
         self.reserved = 0  # blocks a no-evict policy reserved for it
         self.looked = 0  # prompt tokens its last prefix-cache lookup found (solver/replay/kv.py)
+        self.seen = False  # waiting when a policy last scheduled (TensorRT-LLM's overlap lag)
 
     @property
     def target(self) -> int:

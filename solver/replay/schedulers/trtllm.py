@@ -17,6 +17,21 @@ Followed:
   (`tokens_per_block` 32, `KvCacheConfig`, tensorrt_llm/llmapi/llm_args.py), without it a
   context waits until it fits whole (one longer than `max_num_tokens` is chunked anyway).
 
+Overlap scheduler (the PyTorch backend's default since v0.20, `disable_overlap_scheduler`
+False: PR #4174 "Enable scheduling overlap by default"; the sample's rows ran 1.0.0rc3):
+`PyExecutor._executor_loop_overlap` (tensorrt_llm/_torch/pyexecutor/py_executor.py, 1.0
+line) schedules and launches batch N+1 (`_schedule`, `_forward_step`, `_decode_async`) while
+batch N still runs on the GPU, and only then handles batch N's outputs (`_update_requests`,
+`_handle_responses`). So the batch that starts at a boundary was chosen at the start of the
+iteration before it: a request that arrives while an iteration runs (a closed-loop client's
+next request is sent after the previous one's last token came out) misses the batch already
+scheduled and joins the one after it, two boundaries later, not one. The first token of a
+context completed in N is still returned at N's end (the host handles N's outputs as soon as
+N+1 is launched: the host is taken to run ahead of the GPU). When nothing is running the
+executor waits for requests (`_fetch_new_requests`) and schedules one at once, so an arrival at
+an idle engine (or one whose requests all finished) is not delayed. `overlap=False`
+(`disable_overlap_scheduler: true`) schedules at each boundary what waits then.
+
 Defaults: `max_batch_size` 2048 and `max_num_tokens` 8192 (tensorrt_llm/llmapi/llm_args.py);
 chunking on here, as the planner's colocated plans assume (a plan's batch and chunk set them).
 """
@@ -30,11 +45,13 @@ class TrtllmScheduler(Policy):
     name = "trtllm"
 
     def __init__(self, max_batch_size: int = 2048, max_num_tokens: int = 8192, block_tokens: int = 32,
-                 chunked: bool = True) -> None:
+                 chunked: bool = True, overlap: bool = True) -> None:
         self.max_seqs = int(max_batch_size)
         self.max_tokens = int(max_num_tokens)
         self.block_tokens = int(block_tokens)
         self.chunked = bool(chunked)
+        self.overlap = bool(overlap)
+        self._fresh = False  # the last schedule saw requests it had not seen before
         self.reserved = 0  # blocks reserved for every request in flight (prompt + output)
 
     def _chunk(self, need: int, budget: int) -> int:
@@ -58,8 +75,11 @@ class TrtllmScheduler(Policy):
                 batch.prefill.append((seq, new))
                 budget -= new
         waiting = inst.waiting
+        lag = self.overlap and bool(inst.running)  # an idle executor schedules arrivals at once
         while waiting and len(inst.running) < self.max_seqs:
             seq = waiting[0]
+            if lag and not seq.seen:  # arrived after this batch was chosen (module docstring)
+                break
             inst.lookup(seq)
             full = kv.blocks_for(seq.prompt + seq.output)
             if self.reserved + full > kv.total:
@@ -78,7 +98,24 @@ class TrtllmScheduler(Policy):
                 batch.prefill.append((seq, new))
             budget -= new
         batch.stable = batch.decode and not batch.prefill
+        self._fresh = self._see(waiting)
         return batch
+
+    @staticmethod
+    def _see(waiting) -> bool:
+        """Mark what waits now as seen by this schedule (newcomers are at the back); whether
+        any was new."""
+        fresh = False
+        for seq in reversed(waiting):
+            if seq.seen:
+                break
+            seq.seen = fresh = True
+        return fresh
+
+    def stretch_limit(self, inst) -> int:
+        """With the overlap lag, a pure decode batch chosen while newcomers wait is one
+        iteration: they are considered at the next boundary."""
+        return 1 if self.overlap and self._fresh else 1 << 30
 
     def left(self, seq: Seq) -> None:
         self.reserved -= seq.reserved
