@@ -14,7 +14,7 @@ from solver.decision.parallel import run_all
 from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity_search
 from solver.fleet.solve import SolveOptions
-from solver.plan.planner import plan
+from solver.plan.planner import plan, with_comparison
 from solver.problem.load import ResolvedProblem
 from solver.schema.decision import DecisionRecord
 from solver.schema.result import PlanResult
@@ -46,7 +46,10 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     record's independent searches (solver/decision/parallel.py; None: WORKERS, 1: one after the
     other; the record is the same)."""
     cs = build_candidates(rp)
-    doc = plan(rp, opts, timings, candidates=cs)
+    # the homogeneous comparison (deterministic work) runs beside the record's searches when the
+    # replay keeps this plan (a re-solved plan gets its own from `plan`)
+    first = doc = plan(rp, opts, timings, candidates=cs, compare=rp.horizon is not None)
+    first_cs = cs
     if rp.horizon is not None:
         # demand over time: the record's what-ifs would each re-plan every period; the plan's
         # `periods:` section carries its own validity (each committed level's growth margin)
@@ -66,8 +69,11 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
                 fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
                 choices(rp, cs, doc, what_if))
 
-    done = run_all([what_ifs, *searches], workers)
-    (runners, fall, chosen), valid = done[0], finish(done[1:])
+    compare = [lambda: with_comparison(rp, first_cs, first, opts)] if doc is first else []
+    done = run_all([what_ifs, *compare, *searches], workers)
+    (runners, fall, chosen), valid = done[0], finish(done[1 + len(compare):])
+    if compare:
+        doc = done[1]
     record = DecisionRecord(
         uncertainty=plan_uncertainty(rp, doc), runners_up=runners, fallback=fall, validity=valid,
         input_sha256=input_sha256(rp), fleetplan_version=__version__, replay=check, choices=chosen,

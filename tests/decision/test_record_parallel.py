@@ -65,3 +65,16 @@ def test_whole_record_side_by_side_equals_one_after_the_other():
     two = decide(rp, OPTS, timings=False, record_seconds=600.0, workers=2)
     assert two.model_dump_json() == one.model_dump_json()
     assert two.decision.runners_up and two.decision.fallback is not None
+
+
+def test_comparison_beside_the_record_is_the_plans_own():
+    """`with_comparison` on a plan made without the homogeneous comparison gives what
+    plan(compare=True) gives (hetero-prefill-decode: its KV routes cross device types)."""
+    from solver.plan.planner import with_comparison
+
+    rp = load_problem(ROOT / "problems" / "hetero-prefill-decode.yaml")
+    cs = build_candidates(rp)
+    whole = plan(rp, OPTS, timings=False, candidates=cs)
+    bare = plan(rp, OPTS, timings=False, candidates=cs, compare=False)
+    assert whole.heterogeneity is not None and bare.heterogeneity is None
+    assert with_comparison(rp, cs, bare, OPTS).model_dump_json() == whole.model_dump_json()
