@@ -50,12 +50,13 @@ MIN_SOLVE_S = 0.05  # CP-SAT's smallest wall limit as solver/fleet/cpsat.py sets
 
 
 class SearchBudget:
-    """At most `probes` probes; `seconds` of wall time as a safety net (`cut` once it fired)."""
+    """At most `probes` probes; `seconds` of wall time as a safety net (`cut` once it fired), or
+    until `deadline` (time.perf_counter()) when given (budgets of searches run side by side)."""
 
-    def __init__(self, probes: int, seconds: float):
+    def __init__(self, probes: int, seconds: float = 0.0, deadline: float | None = None):
         self.left = probes
         self.used = 0
-        self.deadline = time.perf_counter() + seconds
+        self.deadline = time.perf_counter() + seconds if deadline is None else deadline
         self.cut = False
 
     def take(self) -> bool:

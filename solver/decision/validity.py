@@ -27,12 +27,14 @@ discarded, the search stops, the record says `cut_short` and every interval not 
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Callable
 
 from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
 from solver.decision.dimensions import shared_share, with_acceptance, with_hit_rate
+from solver.decision.parallel import run_all
 from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
@@ -47,7 +49,7 @@ REL_TOL = 0.02
 MAX_SOLVES = 160  # probe solves for all intervals (two per probe)
 MAX_SECONDS = 15.0  # the safety net: wall time for all intervals (plan --record-seconds)
 
-__all__ = ["MAX_SECONDS", "MAX_SOLVES", "PROBE_WORK", "REL_TOL", "remeasure", "validity"]
+__all__ = ["MAX_SECONDS", "MAX_SOLVES", "PROBE_WORK", "REL_TOL", "remeasure", "validity", "validity_search"]
 
 
 def _edge(ask, steps) -> tuple[float, float | None, bool, bool]:
@@ -202,33 +204,101 @@ def remeasure(doc: PlanResult) -> list[Remeasure]:
     return items
 
 
-def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
-             max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS) -> Validity:
-    if winner.status == "infeasible":
-        return Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
-    budget = SearchBudget(max_solves // 2, seconds)  # each probe solves twice
-    pr = Prober(rp, cs, only_configurations(cs, winner, rp), opts, budget)
-    demand = None
+class _Group:
+    """Intervals searched under one probe budget (`probes`), as one after the other would: each is
+    first searched alone under the whole budget (side by side: solver/decision/parallel.py); in
+    the record's order, those that fit into what the ones before them left keep their answers
+    (a probe's answer does not depend on what ran before it), and from the first that does not,
+    the rest are searched again one after the other under what was left."""
+
+    def __init__(self, make: Callable[[SearchBudget], Prober], probes: int, deadline: float,
+                 jobs: list[Callable[[Prober], Interval]]):
+        self.make, self.probes, self.deadline, self.jobs = make, probes, deadline, jobs
+
+    def tasks(self) -> list[Callable[[], tuple[Interval, int, int, bool]]]:
+        return [lambda job=job: self._alone(job) for job in self.jobs]
+
+    def _alone(self, job: Callable[[Prober], Interval]) -> tuple[Interval, int, int, bool]:
+        """(the interval, probes used, full plans made, the safety net fired)."""
+        pr = self.make(SearchBudget(self.probes, deadline=self.deadline))
+        return job(pr), pr.budget.used, pr.plans, pr.budget.cut
+
+    def settle(self, results: list[tuple[Interval, int, int, bool]]) -> tuple[list[Interval], int, int, bool]:
+        """(the intervals, probes used, full plans made, the safety net fired)."""
+        out: list[Interval] = []
+        used = plans = 0
+        cut = False
+        for k, (interval, n, made, fired) in enumerate(results):
+            if used + n > self.probes:
+                rest = self.make(SearchBudget(self.probes - used, deadline=self.deadline))
+                out += [job(rest) for job in self.jobs[k:]]
+                return out, used + rest.budget.used, plans + rest.plans, cut or rest.budget.cut
+            out.append(interval)
+            used, plans, cut = used + n, plans + made, cut or fired
+        return out, used, plans, cut
+
+
+def _price_jobs(rp: ResolvedProblem) -> list[Callable[[Prober], Interval]]:
+    """The demand interval (min_cost) and one per rented device type's price, in the record's order."""
+    jobs: list[Callable[[Prober], Interval]] = []
     if rp.problem.objective == "min_cost":
-        demand = _interval("demand (multiple of every service's qps)", "x", 1.0, pr,
-                           lambda f: derive(rp, demand_scale=f))
-    prices = []
+        jobs.append(lambda pr: _interval("demand (multiple of every service's qps)", "x", 1.0, pr,
+                                         lambda f: derive(rp, demand_scale=f)))
     for name, current in zip(rp.hardware_names, rp.prices):
         if current <= 0:  # an owned type without rent (`cost:`): no rental price to vary
             continue
-        prices.append(_interval(f"price of {name}", "USD/device-hour", current, pr,
-                                lambda f, name=name, current=current: derive(rp, prices={name: current * f})))
-    # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables)
-    own = SearchBudget(max_solves // 4, seconds / 2)
-    rebuilt = _Rebuilding(rp, winner, opts, own)
-    services = rp.problem.services
-    acceptance = [_acceptance_interval(rp, si, rebuilt) for si, s in enumerate(services)
-                  if s.speculative is not None] or None
-    hit_rates = [_hit_rate_interval(rp, si, rebuilt) for si, s in enumerate(services)
-                 if s.workload.prefix_cache is not None
-                 and (s.workload.prefix_cache.shared_prefix_tokens is not None or s.workload.prefix_cache.hit_rate)] or None
-    return Validity(demand=demand, prices=prices, remeasure=remeasure(winner),
-                    solves=2 * (budget.used + own.used) + pr.plans + rebuilt.plans,
-                    cut_short=budget.cut or own.cut, acceptance=acceptance, hit_rates=hit_rates,
-                    traffic_headroom_multiple=winner.traffic_headroom_multiple,
-                    traffic_headroom_service=winner.traffic_headroom_service)
+        jobs.append(lambda pr, name=name, current=current: _interval(
+            f"price of {name}", "USD/device-hour", current, pr,
+            lambda f: derive(rp, prices={name: current * f})))
+    return jobs
+
+
+def _rate_jobs(rp: ResolvedProblem) -> tuple[list, list]:
+    """The acceptance-rate and hit-rate intervals' searches (services that have them)."""
+    acceptance, hit_rates = [], []
+    for si, s in enumerate(rp.problem.services):
+        if s.speculative is not None:
+            acceptance.append(lambda pr, si=si: _acceptance_interval(rp, si, pr))
+        pc = s.workload.prefix_cache
+        if pc is not None and (pc.shared_prefix_tokens is not None or pc.hit_rate):
+            hit_rates.append(lambda pr, si=si: _hit_rate_interval(rp, si, pr))
+    return acceptance, hit_rates
+
+
+def validity_search(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
+                    max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS):
+    """The validity search as independent tasks and what makes the record's validity of their
+    results (in the tasks' order): (tasks, finish). Run the tasks side by side or one after the
+    other (solver/decision/parallel.py `run_all`): the validity is the same."""
+    if winner.status == "infeasible":
+        return [], lambda done: Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
+    t0 = time.perf_counter()
+    kept = only_configurations(cs, winner, rp)
+    prices = _Group(lambda b: Prober(rp, cs, kept, opts, b), max_solves // 2, t0 + seconds,  # two solves a probe
+                    _price_jobs(rp))
+    # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables),
+    # and half the seconds again as their safety net
+    acceptance, hit_rates = _rate_jobs(rp)
+    rates = _Group(lambda b: _Rebuilding(rp, winner, opts, b), max_solves // 4, t0 + 1.5 * seconds,
+                   acceptance + hit_rates)
+
+    def finish(done: list) -> Validity:
+        intervals, used, plans, cut = prices.settle(done[:len(prices.jobs)])
+        rated, used_r, plans_r, cut_r = rates.settle(done[len(prices.jobs):])
+        demand = intervals.pop(0) if rp.problem.objective == "min_cost" else None
+        return Validity(demand=demand, prices=intervals, remeasure=remeasure(winner),
+                        solves=2 * (used + used_r) + plans + plans_r,
+                        cut_short=cut or cut_r, acceptance=rated[:len(acceptance)] or None,
+                        hit_rates=rated[len(acceptance):] or None,
+                        traffic_headroom_multiple=winner.traffic_headroom_multiple,
+                        traffic_headroom_service=winner.traffic_headroom_service)
+
+    return prices.tasks() + rates.tasks(), finish
+
+
+def validity(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
+             max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS, workers: int | None = None) -> Validity:
+    """The record's validity, its intervals searched side by side on `workers` threads (None:
+    WORKERS; 1: one after the other), with the same answers either way."""
+    tasks, finish = validity_search(rp, cs, winner, opts, max_solves, seconds)
+    return finish(run_all(tasks, workers))

@@ -165,6 +165,17 @@ def _plan_periods(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, t0:
     return doc
 
 
+def with_comparison(rp: ResolvedProblem, cs: CandidateSet, doc: PlanResult, opts: SolveOptions) -> PlanResult:
+    """`doc`, planned with compare=False, with the comparison `plan(compare=True)` would have
+    given it (the same solve: solver/plan/homogeneous.py), verified as such; the decision
+    record runs it beside its own searches (solver/decision/record.py)."""
+    if doc.status != "infeasible" and any(s.kv_routes for s in doc.services):
+        hetero = homogeneous(rp, cs, opts, doc.status, doc.cost_per_hour, doc.throughput_scale)
+        doc = doc.model_copy(update={"heterogeneity": hetero})
+    verify(rp, doc, compared=True)
+    return doc
+
+
 def plan_file(path: str | Path, opts: SolveOptions = SolveOptions(), timings: bool = True) -> PlanResult:
     """Load a problem file and plan it."""
     return plan(load_problem(path), opts, timings)

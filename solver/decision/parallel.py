@@ -1,0 +1,31 @@
+"""Independent parts of the decision record, run side by side.
+
+The validity intervals (one per demand, price and rate) are independent searches: each probe is
+answered by CP-SAT on one worker under deterministic time (solver/decision/probe.py), so its
+answer does not depend on which thread runs it or what runs beside it, and CP-SAT releases the
+GIL while it solves (nearly all of a probe's time: benchmarks/plan_speed.md). `run_all` runs
+such tasks on WORKERS threads and returns their results in the order given, so the record is
+the same as when they run one after the other (tests/decision/test_record_parallel.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+# threads for the record's independent searches: the development and CI machines have 2 cores
+# (benchmarks/plan_speed.md); more threads than cores only share them
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+def run_all(tasks: Sequence[Callable[[], T]], workers: int | None = None) -> list[T]:
+    """Each task's result, in the order of `tasks`; one after the other when workers <= 1."""
+    n = WORKERS if workers is None else workers
+    if n <= 1 or len(tasks) <= 1:
+        return [t() for t in tasks]
+    with ThreadPoolExecutor(max_workers=min(n, len(tasks)), thread_name_prefix="record") as ex:
+        return list(ex.map(lambda t: t(), tasks))

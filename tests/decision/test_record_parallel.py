@@ -1,0 +1,80 @@
+"""The record's independent searches side by side (solver/decision/parallel.py) give the record
+one after the other gives: the same intervals, probes and solves, in the same order, also when
+the shared probe budget runs out part-way (the intervals past it searched again in order)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from solver.candidates.build import build_candidates
+from solver.decision.parallel import run_all
+from solver.decision.record import decide
+from solver.decision.validity import validity
+from solver.fleet.solve import SolveOptions
+from solver.plan.planner import plan
+from solver.problem.load import load_problem
+from tests.support.cli import ROOT
+
+OPTS = SolveOptions(time_limit_s=5.0)
+
+
+@cache
+def _default():
+    rp = load_problem(ROOT / "problems" / "llama3-70b-online.yaml")
+    cs = build_candidates(rp)
+    return rp, cs, plan(rp, OPTS, timings=False, candidates=cs)
+
+
+def test_run_all_keeps_the_order_of_the_tasks():
+    import time
+
+    def task(k):
+        def run():
+            time.sleep(0.02 * (3 - k))  # the first task ends last
+            return k
+        return run
+
+    assert run_all([task(k) for k in range(3)], workers=2) == [0, 1, 2]
+    assert run_all([task(k) for k in range(3)], workers=1) == [0, 1, 2]
+
+
+def test_validity_side_by_side_equals_one_after_the_other():
+    rp, cs, doc = _default()
+    one = validity(rp, cs, doc, OPTS, seconds=600.0, workers=1)
+    two = validity(rp, cs, doc, OPTS, seconds=600.0, workers=2)
+    assert two.model_dump_json() == one.model_dump_json()
+    assert not two.cut_short and two.demand.probes > 0 and all(i.probes > 0 for i in two.prices)
+
+
+def test_a_budget_that_runs_out_part_way_is_shared_as_in_order():
+    """12 solves are 6 probes: the demand interval takes them all (searched alone it needs
+    more, see above), the prices after it get none, whichever runs first."""
+    rp, cs, doc = _default()
+    full = validity(rp, cs, doc, OPTS, seconds=600.0, workers=1)
+    assert full.demand.probes > 6
+    one = validity(rp, cs, doc, OPTS, max_solves=12, seconds=600.0, workers=1)
+    two = validity(rp, cs, doc, OPTS, max_solves=12, seconds=600.0, workers=2)
+    assert two.model_dump_json() == one.model_dump_json()
+    assert two.demand.probes == 6 and [i.probes for i in two.prices] == [0, 0]
+    assert all(i.low_not_computed and i.high_not_computed for i in two.prices)
+
+
+def test_whole_record_side_by_side_equals_one_after_the_other():
+    rp, _, _ = _default()
+    one = decide(rp, OPTS, timings=False, record_seconds=600.0, workers=1)
+    two = decide(rp, OPTS, timings=False, record_seconds=600.0, workers=2)
+    assert two.model_dump_json() == one.model_dump_json()
+    assert two.decision.runners_up and two.decision.fallback is not None
+
+
+def test_comparison_beside_the_record_is_the_plans_own():
+    """`with_comparison` on a plan made without the homogeneous comparison gives what
+    plan(compare=True) gives (hetero-prefill-decode: its KV routes cross device types)."""
+    from solver.plan.planner import with_comparison
+
+    rp = load_problem(ROOT / "problems" / "hetero-prefill-decode.yaml")
+    cs = build_candidates(rp)
+    whole = plan(rp, OPTS, timings=False, candidates=cs)
+    bare = plan(rp, OPTS, timings=False, candidates=cs, compare=False)
+    assert whole.heterogeneity is not None and bare.heterogeneity is None
+    assert with_comparison(rp, cs, bare, OPTS).model_dump_json() == whole.model_dump_json()
