@@ -4,25 +4,15 @@ the shared probe budget runs out part-way (the intervals past it searched again 
 
 from __future__ import annotations
 
-from functools import cache
-
 from solver.candidates.build import build_candidates
 from solver.decision.parallel import run_all
 from solver.decision.record import decide
 from solver.decision.validity import validity
-from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import load_problem
 from tests.support.cli import ROOT
-
-OPTS = SolveOptions(time_limit_s=5.0)
-
-
-@cache
-def _default():
-    rp = load_problem(ROOT / "problems" / "llama3-70b-online.yaml")
-    cs = build_candidates(rp)
-    return rp, cs, plan(rp, OPTS, timings=False, candidates=cs)
+from tests.support.default_plan import OPTS
+from tests.support.default_plan import default_plan as _default
 
 
 def test_run_all_keeps_the_order_of_the_tasks():

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from functools import cache
 
-from solver.candidates.build import build_candidates
 from solver.decision.probe import REGRET, Prober, SearchBudget, regret_target
 from solver.decision.validity import MAX_SOLVES, REL_TOL, _edge, validity
-from solver.fleet.solve import SolveOptions, reach_plan
-from solver.plan.planner import plan
-from solver.problem.load import load_problem
+from solver.fleet.solve import reach_plan
 from solver.report.decision_views import _interval
 from solver.schema.decision import Interval
-from tests.support.cli import ROOT
-
-OPTS = SolveOptions(time_limit_s=5.0)
+from tests.support.default_plan import OPTS
+from tests.support.default_plan import default_plan as _default
 
 
 def test_regret_target_by_hand():
@@ -68,12 +63,6 @@ def test_budget_counts_probes_and_the_deadline_marks_it_cut():
     late = SearchBudget(5, -1.0)  # a deadline already passed
     assert late.take() and late.late() and late.cut and not late.take()
 
-
-@cache
-def _default():
-    rp = load_problem(ROOT / "problems" / "llama3-70b-online.yaml")
-    cs = build_candidates(rp)
-    return rp, cs, plan(rp, OPTS, timings=False, candidates=cs)
 
 
 def test_search_does_not_depend_on_the_wall_clock_budget():
