@@ -111,12 +111,11 @@ class CommitResult:
     bound_solves: int
 
 
-def search(pi: PeriodInstance, opts: SolveOptions, first: dict[int, int], prepare, cost_of,
-           t0: float) -> CommitResult | None:
-    """The cheapest committed vector: `first` solved first, then the rest by rising LB.
-    `prepare(pm, c)` hints and cuts a fixed model, `cost_of(pm)` its cost expression."""
-    ranges = level_ranges(pi)
-    assert ranges is not None
+def search(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
+           prepare, cost_of, t0: float) -> CommitResult | None:
+    """The cheapest committed vector over `ranges` (`level_ranges`): `first` solved first, then
+    the rest by rising LB. `prepare(pm, c)` hints and cuts a fixed model, `cost_of(pm)` its cost
+    expression."""
     bounds = PeriodBounds(pi, opts, cost_of)
     types = sorted(ranges)
     vectors = [dict(zip(types, xs)) for xs in itertools.product(*(ranges[h] for h in types))]

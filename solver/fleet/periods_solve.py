@@ -304,14 +304,15 @@ def _tiebreaks(pm: PeriodModel, spec: list[ObjectiveStage], opts: SolveOptions, 
     return got
 
 
-def _by_levels(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+def _by_levels(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, hints: Hints,
+               t0: float) -> PeriodSolution | None:
     """The committed levels searched exactly (solver/fleet/periods_commit.py), then the
     tie-breaks at the best levels."""
     def prepare(pm: PeriodModel, levels: dict[int, int]) -> None:
         apply_hints(pm, hints.counts, levels)
         post_floors(pm, hints)
 
-    best = commit.search(pi, opts, hinted_levels(pi, hints.counts) or {}, prepare, cost_expr, t0)
+    best = commit.search(pi, ranges, opts, hinted_levels(pi, hints.counts) or {}, prepare, cost_expr, t0)
     if best is None:
         return None
     pm, spec = best.pm, stages(best.pm)
@@ -329,8 +330,9 @@ def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> Pe
     time). Few committed vectors: searched exactly (`_by_levels`); else one model over periods."""
     t0 = time.perf_counter()
     hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
-    if commit.level_ranges(pi) is not None:
-        return _by_levels(pi, opts, hints, t0)
+    ranges = commit.level_ranges(pi)
+    if ranges is not None:
+        return _by_levels(pi, ranges, opts, hints, t0)
     pm = PeriodModel(pi)
     apply_hints(pm, hints.counts)
     post_floors(pm, hints)
