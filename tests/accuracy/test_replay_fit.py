@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from solver.accuracy.fit import robust_loss
-from solver.accuracy.replay_fit import REPLAY_BOUNDS, best_request_overhead, golden, subsample
+from solver.accuracy.replay_fit import EAGER_LAYER_HOST_MS, REPLAY_BOUNDS, best_request_overhead, golden, subsample
 from solver.accuracy.replay_rows import CHUNK_TOKENS, _group_plan, generator_limits
 from solver.accuracy.validate import parse_measured
 from solver.catalog import shipped
@@ -74,6 +74,9 @@ def test_replay_bounds_are_physical_ranges():
     assert set(bounds) == {"gemm_efficiency_factor", "memory_efficiency_factor", "step_overhead_ms"}
     assert bounds["gemm_efficiency_factor"][1] == 1.0  # the card's MAMF is a ceiling
     assert all(0.0 <= lo < hi for lo, hi in bounds.values())
+    # the eager launch time per layer (phase 2b, TensorRT-LLM): from a host that always runs
+    # ahead (0) to 1.5 ms per layer (tens of ops at ~5-40 us of Python dispatch each)
+    assert EAGER_LAYER_HOST_MS == (0.0, 1.5)
 
 
 @pytest.mark.parametrize(("tool", "engine", "conc", "isl", "budget"), [

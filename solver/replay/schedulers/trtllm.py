@@ -51,6 +51,7 @@ class TrtllmScheduler(Policy):
         self.block_tokens = int(block_tokens)
         self.chunked = bool(chunked)
         self.overlap = bool(overlap)
+        self.late_first_token = self.overlap  # module docstring: outputs of N after N+1's launch
         self._fresh = False  # the last schedule saw requests it had not seen before
         self.reserved = 0  # blocks reserved for every request in flight (prompt + output)
 
