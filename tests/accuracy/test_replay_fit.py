@@ -82,7 +82,10 @@ def test_replay_bounds_are_physical_ranges():
 @pytest.mark.parametrize(("tool", "engine", "conc", "isl", "budget"), [
     ("aiconfigurator", "vllm", 64, 1024, 512 + 1024 + 1500),  # max_num_seqs 512 below 512
     ("aiconfigurator", "vllm", 600, 4096, 1200 + 4096 + 1500),  # 2x the batch from 512 on
-    ("aiconfigurator", "trtllm", 64, 1024, 64 + 1024 + 500),  # batch + isl + 500 (with the overlap lag)
+    # batch + isl + 1500, up to the 32-token block: 2588 -> 2592, 2020 -> 2048, 8704 stays
+    ("aiconfigurator", "trtllm", 64, 1024, 2592),
+    ("aiconfigurator", "trtllm", 8, 512, 2048),
+    ("aiconfigurator", "trtllm", 128, 7076, 8704),
     ("inferencex", "trtllm", 64, 1024, CHUNK_TOKENS),  # TensorRT-LLM's own default
     ("aiconfigurator", "sglang", 64, 1024, CHUNK_TOKENS),
     ("inferencex", "vllm", 64, 1024, CHUNK_TOKENS),  # vLLM's own default
