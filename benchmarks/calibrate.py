@@ -32,7 +32,7 @@ import numpy as np
 import yaml
 
 from solver.accuracy.fit import EFFICIENCY_FIELDS, FIT_BOUNDS, MEAN_WEIGHT, TRIM_FACTOR, fit_engine, robust_loss
-from solver.accuracy.replay_fit import REPLAY_BOUNDS, REQUEST_OVERHEAD_MS, fit_replay
+from solver.accuracy.replay_fit import EAGER_LAYER_HOST_MS, REPLAY_BOUNDS, REQUEST_OVERHEAD_MS, fit_replay
 from solver.accuracy.replay_rows import replay_rows
 from solver.accuracy.validate import parse_measured, predict_rows
 from solver.catalog import shipped
@@ -43,7 +43,8 @@ from solver.schema.engine import EngineParams
 ROOT = Path(__file__).resolve().parent.parent
 FIT_SYSTEM = "h100_sxm"
 REPLAY_PARAMS = ("gemm_efficiency_factor", "memory_efficiency_factor", "step_overhead_ms",
-                 "request_overhead_ms", "mixed_batch_slowdown")  # what a replay calibration writes
+                 "eager_layer_host_ms", "request_overhead_ms", "mixed_batch_slowdown")  # what a replay calibration writes
+EAGER_ENGINES = ("trtllm",)  # phase 2b (eager_layer_host_ms): engines whose overlap scheduler emits late
 
 
 def _predict(model: str, data: Path, rows, params: EngineParams):
@@ -169,9 +170,18 @@ def _fit_replay_engine(a, rows, engine: str, sha: str, out_dir: Path) -> None:
     if not fit_rows:
         print(f"{engine}: no {FIT_SYSTEM} dense rows; not calibrated")
         return
-    params, value = fit_replay(str(a.data), fit_rows, EngineParams(), every=a.every,
+    start, phase1 = EngineParams(), f"Nelder-Mead over the efficiency factors, {a.evals_roofline} evaluations"
+    if a.keep_efficiency:  # phase 1 not rerun: the shipped file's factors
+        old = load_calibration(engine).params
+        start = start.model_copy(update={f: getattr(old, f) for f in EFFICIENCY_FIELDS})
+        a.evals_roofline, phase1 = 0, ("not rerun, the efficiency factors kept from the previous file ("
+                                       + ", ".join(f"{f} {getattr(old, f):g}" for f in EFFICIENCY_FIELDS) + ")")
+    eager = a.evals_eager if engine in EAGER_ENGINES else 0
+    params, value = fit_replay(str(a.data), fit_rows, start, every=a.every,
                                evals_roofline=a.evals_roofline, evals_step=a.evals_step,
-                               say=lambda m: print(m, flush=True))
+                               say=lambda m: print(m, flush=True), evals_eager=eager)
+    phase2b = (f"; phase 2b: golden section over eager_layer_host_ms in {list(EAGER_LAYER_HOST_MS)} at the best "
+               f"step overhead, {eager} evaluations" if eager else "")
     after = _errors(fit_rows, *_predict("replay", a.data, fit_rows, params))
     print(f"{engine}: replay fit on all {len(fit_rows)} rows: {after}; subsample loss {value:.4f}", flush=True)
     doc = {
@@ -185,9 +195,8 @@ def _fit_replay_engine(a, rows, engine: str, sha: str, out_dir: Path) -> None:
                   f"wave law, mixed-batch slowdown 1); loss median |log(pred/measured)| of TTFT + "
                   f"that of TPOT + {MEAN_WEIGHT:g} x mean min(|log(pred/measured)|, log "
                   f"{TRIM_FACTOR:g}) of both, on every {a.every}th fitted row; phase 1 without "
-                  f"measured tables: Nelder-Mead over the efficiency factors, {a.evals_roofline} "
-                  f"evaluations; phase 2 with them: golden section over step_overhead_ms, "
-                  f"{a.evals_step} evaluations; request_overhead_ms solved exactly per "
+                  f"measured tables: {phase1}; phase 2 with them: golden section over step_overhead_ms, "
+                  f"{a.evals_step} evaluations{phase2b}; request_overhead_ms solved exactly per "
                   f"evaluation on a grid over {list(REQUEST_OVERHEAD_MS)}; bounds "
                   f"{[(n, lo, hi) for n, lo, hi in REPLAY_BOUNDS]}",
         "predictor": "replay",
@@ -210,6 +219,10 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=3, help="replay: fit on every N-th fitted row")
     ap.add_argument("--evals-roofline", type=int, default=20, help="replay: phase 1 evaluations")
     ap.add_argument("--evals-step", type=int, default=10, help="replay: phase 2 evaluations")
+    ap.add_argument("--evals-eager", type=int, default=8,
+                    help="replay: phase 2b evaluations (eager_layer_host_ms; TensorRT-LLM only)")
+    ap.add_argument("--keep-efficiency", action="store_true",
+                    help="replay: skip phase 1 and keep the efficiency factors of the shipped file")
     ap.add_argument("--errors-only", action="store_true",
                     help="keep the fitted parameters; only recompute the fit error and the "
                          "validation block")

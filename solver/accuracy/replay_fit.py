@@ -44,6 +44,14 @@ REPLAY_BOUNDS: tuple[tuple[str, float, float], ...] = (
     # an overlapped C++ scheduler (TensorRT-LLM) to a Python one at large batch
     ("step_overhead_ms", 0.1, 8.0),
 )
+# host time to launch one layer's kernels eagerly (no CUDA graph: TensorRT-LLM's PyTorch backend
+# graphs decode-only batches alone, solver/replay/steptime.py): PyTorch eager dispatch costs
+# ~5-40 us per op from Python and a decoder layer issues tens of ops (norms, quantisation, GEMMs,
+# attention and its metadata, all-reduces, MoE routing), so an assumption of 0-1.5 ms per layer;
+# 0 is a host that always runs ahead of the GPU. Searched in phase 2b only (`evals_eager`), for
+# the engines whose overlap scheduler hands out an iteration's first tokens after the next launch
+# (solver/replay/schedulers/trtllm.py); the closed form has no such term.
+EAGER_LAYER_HOST_MS = (0.0, 1.5)
 # per-request time outside the iterations before the first token reaches the client (HTTP
 # parse, tokenisation of at most a few thousand tokens, queue hand-off, first-token
 # detokenisation and SSE streaming): milliseconds on a local benchmark; 50 ms is an order above
@@ -96,7 +104,7 @@ class ReplayScore:
         self.log.append((best, loss))
         self.say(f"  eval {len(self.log)} tables={self.tables}: "
                  + ", ".join(f"{f}={getattr(best, f):.4g}" for f in (*EFFICIENCY, "step_overhead_ms",
-                                                                    "request_overhead_ms"))
+                                                                    "eager_layer_host_ms", "request_overhead_ms"))
                  + f" loss {loss:.4f}")
         return best, loss
 
@@ -126,16 +134,20 @@ def golden(f: Callable[[float], float], lo: float, hi: float, evals: int) -> flo
 
 
 def fit_replay(path: str, rows: list, start: EngineParams, every: int = 3, evals_roofline: int = 20,
-               evals_step: int = 10, say: Callable[[str], None] = print) -> tuple[EngineParams, float]:
+               evals_step: int = 10, say: Callable[[str], None] = print,
+               evals_eager: int = 0) -> tuple[EngineParams, float]:
     """The replay fit of one engine on `rows` (its fitted rows; module docstring). Returns the
     parameters (wave-law terms at their no-wave defaults, mixed-batch slowdown 1) and the loss
-    on the subsample."""
+    on the subsample. `evals_roofline` 0 keeps `start`'s efficiency factors; `evals_eager` > 0
+    adds phase 2b: a golden section over eager_layer_host_ms at the best step overhead."""
     sub = subsample(rows, every)
     say(f"replay fit: {len(sub)} of {len(rows)} rows (every {every}th)")
     # the search starts inside the bounds (a start at a bound is a corner the simplex cannot
     # leave in the logistic coordinates of solver/accuracy/fit.py)
     base = start.model_copy(update={"wave_size_coefficient": 1.0, "wave_size_exponent": 0.0,
-                                    "mixed_batch_slowdown": 1.0, "gemm_efficiency_factor": START_GEMM})
+                                    "mixed_batch_slowdown": 1.0})
+    if evals_roofline > 0:
+        base = base.model_copy(update={"gemm_efficiency_factor": START_GEMM})
     roof = ReplayScore(path, sub, tables=False, say=say)
     if evals_roofline > 0:
         fit_engine(roof, base, max_evals=evals_roofline, fields=EFFICIENCY, bounds=REPLAY_BOUNDS)
@@ -144,4 +156,8 @@ def fit_replay(path: str, rows: list, start: EngineParams, every: int = 3, evals
     score = ReplayScore(path, sub, tables=True, say=say)
     _, lo, hi = next(b for b in REPLAY_BOUNDS if b[0] == "step_overhead_ms")
     golden(lambda s: score(base.model_copy(update={"step_overhead_ms": s})), lo, hi, evals_step)
+    if evals_eager > 0:
+        best = score.best()[0]
+        golden(lambda e: score(best.model_copy(update={"eager_layer_host_ms": e})), *EAGER_LAYER_HOST_MS,
+               evals_eager)
     return score.best()

@@ -89,22 +89,27 @@ def benchmark_tool(raw: dict[str, str]) -> str:
     return "aiconfigurator"
 
 
-# aiconfigurator's generator (ai-dynamo/aiconfigurator at 095f58a5,
-# src/aiconfigurator/generator/rule_plugin/{vllm,trtllm}.rule, the default rule plugin, applied
-# unless `preserve_engine_limits`) sizes an aggregated worker's limits to the benchmark:
-# vLLM max_num_seqs = 512 below 512 sequences (else twice the batch) and max_num_batched_tokens
-# = max_num_seqs + isl + 1500; TensorRT-LLM max_num_tokens = batch + isl + 500 (the batch taken
-# as the row's concurrency). The TensorRT-LLM limit was first rejected (one prompt per
-# iteration broke the lockstep waves, TTFT -54%, benchmarks/replay_accuracy.md); with the
-# PyTorch backend's overlap scheduler modelled (solver/replay/schedulers/trtllm.py: an arrival
-# at a busy engine waits one more iteration) the replay keeps it. The template's default is
-# without context chunking; the replay keeps its chunking convention (a context longer than the
-# budget is cut; with a budget above isl it never is) (benchmarks/replay_accuracy.md). SGLang's
-# rule (max_prefill_tokens = isl + 1500, mixed chunks) is still contradicted by the SGLang
-# 0.5.1 rows (-69% to -95%), so SGLang keeps its defaults here.
+# aiconfigurator's generator (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/) sizes an
+# aggregated worker's limits to the benchmark: vLLM (rule_plugin/vllm.rule at 095f58a5)
+# max_num_seqs = 512 below 512 sequences (else twice the batch) and max_num_batched_tokens =
+# max_num_seqs + isl + 1500. TensorRT-LLM: max_num_tokens = batch + isl + 1500 (the batch taken
+# as the row's concurrency) in every generator the sample's TensorRT-LLM 1.0.0rc3 rows can have
+# been launched by: backends/trtllm.py at 4361371a (2025-10), rule_plugin/trtllm.rule from
+# 95ddf241 (2025-12-04) to 1cc3526b (2026-04-01, which cut the default rule's margin to 500),
+# and rule_plugin/benchmark/trtllm.rule (the benchmark-mode rules, 71bb3d00, 2026-01-30, still
+# 1500 at 095f58a5, rounded up to the 32-token KV block); the sample is a 2026-04 dump whose
+# 1.0.0rc3 rows predate its dated 1.3.0rc1 ones (2026-03). None of them sets context chunking
+# and the 1.0.0rc3 template's default is `enable_chunked_prefill: false`
+# (templates/trtllm/extra_engine_args.1.0.0rc3.yaml.j2): a context that does not fit beside the
+# iteration's other tokens waits (`TRTLLM_CHUNKED`). The overlap scheduler is on (the agg
+# `disable_overlap_scheduler = false` of the same generators; solver/replay/schedulers/trtllm.py).
+# SGLang's rule (max_prefill_tokens = isl + 1500, mixed chunks) is still contradicted by the
+# SGLang 0.5.1 rows (-69% to -95%), so SGLang keeps its defaults here.
 GEN_VLLM_SEQS = 512
 GEN_VLLM_EXTRA = 1500
-GEN_TRTLLM_EXTRA = 500
+GEN_TRTLLM_EXTRA = 1500
+GEN_TRTLLM_BLOCK = 32  # tokens_per_block the benchmark rule rounds max_num_tokens up to
+TRTLLM_CHUNKED = False  # enable_chunked_prefill of the generated TensorRT-LLM workers
 
 
 def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
@@ -113,7 +118,8 @@ def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int
     if tool != "aiconfigurator" or engine not in ("vllm", "trtllm"):
         return CHUNK_TOKENS
     if engine == "trtllm":
-        return int(concurrency) + int(input_tokens) + GEN_TRTLLM_EXTRA
+        need = int(concurrency) + int(input_tokens) + GEN_TRTLLM_EXTRA
+        return -(-need // GEN_TRTLLM_BLOCK) * GEN_TRTLLM_BLOCK
     seqs = GEN_VLLM_SEQS if int(concurrency) < GEN_VLLM_SEQS else 2 * int(concurrency)
     return seqs + int(input_tokens) + GEN_VLLM_EXTRA
 
@@ -166,6 +172,8 @@ def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int,
     src = benchmark_source(tool, concurrency, input_tokens, output_tokens, seed=seed)
     chunk = generator_limits(tool, ip.engine, concurrency, input_tokens)
     inst = replace(ip, batch=int(concurrency), chunk=chunk).instance(src.table)
+    if tool == "aiconfigurator" and ip.engine == "trtllm":
+        inst.policy.chunked = TRTLLM_CHUNKED
     run(src, inst)
     table = src.table
     sel = metrics.finished(table, metrics.selected(table))

@@ -7,22 +7,22 @@ tokens are applied. A request's first token is emitted at the end of the iterati
 completes its prompt (vLLM samples it in that step: vllm/v1/core/sched/scheduler.py
 `update_from_output`), each further token at the end of each later iteration it decodes in.
 
-Roles:
-- "colocated": prompts and decodes in one engine;
-- "prefill" (disaggregated): a request leaves, returned by `advance`, once its prompt is
-  computed and its first token sampled; its KV blocks are freed then (the fleet owns the link);
-- "decode": submitted requests already hold their prompt's KV and their first token; they are
-  admitted when their blocks fit and decode from the second token on.
+Roles: "colocated" (prompts and decodes in one engine); "prefill" (disaggregated: a request
+leaves, returned by `advance`, with its prompt computed and first token sampled, its KV freed:
+the fleet owns the link); "decode" (requests arrive holding their prompt's KV and first token,
+are admitted when their blocks fit and decode from the second token on).
 
 Speed: a pure decode batch the policy would repeat (nothing waiting that could be admitted)
 stays the same until a request finishes, a KV block runs out or a request arrives; such a
 stretch of k iterations is priced by one vectorised lookup (`StepTimes.decode_cycles_s`) and
-applied in O(1), because decoding sequences are held in aggregate (a decode step counter, see
-solver/replay/kv.py `dec_join`, and a heap of the steps at which they finish). An arrival in the
-middle cuts the stretch after the iteration in flight. The event loop
-(solver/replay/loop.py) sees `next_event_s` = the end of the next iteration or stretch.
+applied in O(1): decoders are held in aggregate (a step counter, solver/replay/kv.py
+`dec_join`, a heap of finishing steps). An arrival cuts the stretch after the iteration in
+flight. The event loop (solver/replay/loop.py) sees `next_event_s`, the next end.
 
 A request submitted at a boundary whose iteration is already scheduled waits for the next one.
+Under an overlap scheduler (`policy.late_first_token`) the first tokens of an iteration go out
+once the next iteration is launched: that launch's host time (`StepTimes.eager_s`) when it
+carries prompt tokens (eager), nothing when it is a graphed decode or the engine idles.
 """
 
 from __future__ import annotations
@@ -86,18 +86,16 @@ class Instance:
                  index: int = 0, role: Role = "colocated") -> None:
         if role not in ("colocated", "prefill", "decode"):
             raise ValueError(f"unknown instance role {role!r}")
-        self.table, self.steps, self.policy, self.kv = table, steps, policy, kv
-        self.index, self.role = index, role
+        self.table, self.steps, self.policy, self.kv, self.index, self.role = table, steps, policy, kv, index, role
         self.running: dict[int, Seq] = {}  # by admission order
         self.prefilling: list[Seq] = []  # running, prompt (or recompute) not done, admission order
         self.waiting: deque[Seq] = deque()
-        self.stats = InstanceStats()
-        self.t = 0.0  # the boundary the state is at
-        self._admits = 0
+        self.stats, self.t, self._admits = InstanceStats(), 0.0, 0  # self.t: the boundary the state is at
         self._heap: list[tuple[int, int, Seq]] = []  # (finish step, admit, seq) of decoders
         self._ctx_off = 0  # sum over decoders of (computed - base): their context at step G is this + n G
         self._pending: tuple | None = None  # (end_s, kind, payload) of the iteration / stretch in flight
         self._done: list[int] = []  # ids that left, not yet returned by advance
+        self._firsts: list[int] = []  # first tokens sampled by the last iteration (late_first_token)
         # prefix caching (the service's workload.prefix_cache): a waiting prompt's prefill
         # starts after the blocks of its prefix the KV cache still holds (`lookup`;
         # solver/replay/kv.py: cached under LRU eviction), at least its last token left to compute
@@ -223,9 +221,12 @@ class Instance:
 
     def _plan(self) -> None:
         """Schedule the iteration (or stretch of pure decode iterations) starting at self.t."""
+        firsts, self._firsts = self._firsts, []
         if not self.running and not self.waiting:
             return
         batch = self.policy.schedule(self)
+        if firsts and batch.prefill and self.policy.late_first_token:  # out after an eager launch
+            self.table._first_token_s[firsts] += self.steps.eager_s
         if batch.empty():
             if not self.running and self.waiting:  # the head can never fit: the engine rejects it
                 seq = self.waiting.popleft()
@@ -314,6 +315,7 @@ class Instance:
             self.prefilling.remove(seq)
             if seq.generated == 1 and self.role != "decode":
                 first[seq.id] = end
+                self._firsts.append(seq.id)
             if self.role == "prefill":
                 self._leave(seq)
             elif seq.generated >= seq.output:
@@ -348,8 +350,7 @@ class Instance:
 
     def _tick(self, t_s: float) -> None:
         """Carry the queue integrals up to t_s."""
-        st = self.stats
-        dt = t_s - st.last_s
+        st, dt = self.stats, t_s - self.stats.last_s
         if dt > 0:
             st.waiting_s += len(self.waiting) * dt
             st.running_s += len(self.running) * dt
@@ -369,10 +370,9 @@ class InstancePlan:
     cached_prefill: bool = False  # prefills start after their prefix (Instance.cached_prefill)
 
     def instance(self, table: RequestTable, index: int = 0, role: Role = "colocated") -> Instance:
-        """One replica. With pp stages the engine keeps pp scheduled batches in flight, each
-        within the token budget (vLLM v1's batch queue of `max_concurrent_batches` = pp,
-        vllm/v1/engine/core.py `step_with_batch_queue`), so a cycle of the instance carries up
-        to pp x chunk tokens; the sequence limit is the engine's, over all of them."""
+        """One replica. With pp stages the engine keeps pp scheduled batches in flight, each within
+        the budget (vLLM v1's batch queue of `max_concurrent_batches` = pp, vllm/v1/engine/core.py
+        `step_with_batch_queue`): a cycle carries up to pp x chunk tokens, the sequence limit over all."""
         policy = make_policy(self.engine, self.batch, self.chunk * self.steps.pp)
         if role == "colocated":  # a decode instance's budget is its batch: its decoders always fit
             policy.decode_tokens = self.steps.spec_k + 1
@@ -386,10 +386,9 @@ def instance_plan(arch: ModelArch, hw: HardwareTable, plan: Plans, engine: Engin
                   batch: int, chunk: int, max_context: int, speculation=None,
                   cached_prefill: bool = False) -> InstancePlan:
     """The shared parts of instances of `plan` (one row): the step-time grid up to `batch`
-    sequences, `chunk` tokens per iteration and `max_context` tokens of context; the KV blocks
-    left after a forward pass of `chunk` tokens, in the engine's block size. A plan that
-    speculates (`plan.spec`, with the service's `speculation`) decodes at the speculative rate
-    (solver/replay/speculation.py)."""
+    sequences, `chunk` tokens per iteration, `max_context` of context; the KV blocks left after a
+    pass of `chunk` tokens, in the engine's block size; a speculating plan (`plan.spec`, the
+    service's `speculation`) decodes at the speculative rate (solver/replay/speculation.py)."""
     steps = StepTimes.build(arch, hw, plan, engine, Limits(batch, chunk, max_context))
     if speculation is not None and int(plan.spec[0]):
         from solver.replay.speculation import speculating

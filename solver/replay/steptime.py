@@ -33,6 +33,17 @@ Per iteration, as `solver/perf/stages.py` `pass_latency` does, the engine's
 charges its prefill share `mixed_batch_slowdown` times, as `solver/perf/runtime.py`
 `mixed_iteration` does (settable: `slowdown=1.0` turns it off).
 
+Eager iterations (`eager_layer_host_ms`): TensorRT-LLM's PyTorch backend replays a CUDA graph
+only for a batch without context requests (tensorrt_llm/_torch/pyexecutor/scheduler.py
+`ScheduledRequests.can_run_cuda_graph` = no context requests; model_engine.py
+`_maybe_get_cuda_graph` returns None otherwise), and SGLang only in decode / verify / idle modes
+(python/sglang/srt/model_executor/forward_batch_info.py `ForwardMode.is_cuda_graph`; EXTEND and
+MIXED batches run eagerly). An eager forward launches every kernel from Python; the launches are
+asynchronous, so the stage lasts max(GPU time, host launch time), the host's being the layers
+of the stage x the per-layer host time. A stage carrying prompt tokens is floored there; pure
+decode stages (graphed) are not. The measured operator tables are GPU times (kernels timed in
+isolation), so nothing else holds this cost.
+
 Data parallel attention: a rank carries ceil(n / dp) decoding sequences and ceil(T / dp)
 prefill tokens (the iteration waits for the busiest rank). Pipeline parallelism: see
 `cycle_s`.
@@ -124,8 +135,9 @@ class StepTimes:
     def __init__(self, *, pp: int, dp: int, step_s: float, slowdown: float, tok_x: np.ndarray,
                  tok_s: np.ndarray, hop_s: np.ndarray, lm_s: np.ndarray, ad_n: np.ndarray,
                  ctx_x: np.ndarray, ad_s: np.ndarray, ap_t: np.ndarray, ap_p: np.ndarray,
-                 ap_s: np.ndarray) -> None:
+                 ap_s: np.ndarray, eager_s: float = 0.0) -> None:
         self.pp, self.dp, self.step_s, self.slowdown = int(pp), int(dp), float(step_s), float(slowdown)
+        self.eager_s = float(eager_s)  # host launch time of one eager stage (module docstring)
         self.tok_x, self.tok_s, self.hop_s, self.lm_s = tok_x, tok_s, hop_s, lm_s
         self.ad_n, self.ctx_x, self.ad_s = ad_n, ctx_x, ad_s
         self.ap_t, self.ap_p, self.ap_s = ap_t, ap_p, ap_s
@@ -190,7 +202,8 @@ class StepTimes:
         ap_s = st.attention_s[c:].reshape(npt, npp)
         ad_s[ad_n == 0] = 0.0
         ap_s[ap_t == 0] = 0.0
-        return cls(pp=pp, dp=dp, step_s=engine.step_overhead_ms * 1e-3,
+        eager_s = engine.eager_layer_host_ms * 1e-3 * -(-arch.layers // pp)  # layers of one stage
+        return cls(pp=pp, dp=dp, step_s=engine.step_overhead_ms * 1e-3, eager_s=eager_s,
                    slowdown=engine.mixed_batch_slowdown if slowdown is None else slowdown,
                    tok_x=tok_x, tok_s=tok_s, hop_s=st.hop_s[:a], lm_s=lm_s, ad_n=ad_n, ctx_x=ctx_x,
                    ad_s=ad_s, ap_t=ap_t, ap_p=ap_p, ap_s=ap_s)
@@ -254,6 +267,7 @@ class StepTimes:
             dec = self.stage_s(n, ctx)
             full = self.stage_s(n, ctx, t, s, n + c)
             mixed = np.where((n > 0) & (t > 0), dec + self.slowdown * (full - dec), full)
+            mixed = np.where(t > 0, np.maximum(mixed, self.eager_s), mixed)  # eager: host floor
             return mixed + self.step_s
         cycle = np.frompyfunc(lambda *a: self.cycle_s(int(a[0]), float(a[1]), int(a[2]), float(a[3]), int(a[4])),
                               5, 1)
@@ -301,7 +315,7 @@ class StepTimes:
         full = p + self._l(logits) + ad + ap
         if n:
             full = dec + self.slowdown * (full - dec)
-        return full, self._h(n + t)
+        return max(full, self.eager_s), self._h(n + t)  # prompt tokens: an eager stage
 
     def _ad(self, n: int, ctx: float) -> float:
         """Decode attention of n sequences (per rank, clamped to the grid) at mean context ctx."""

@@ -64,6 +64,15 @@ class EngineParams(Strict):
         description="CPU scheduler / sampling / launch overhead per engine iteration; an "
         "assumption (vLLM V1 with CUDA graphs), to be calibrated on measured end-to-end data",
     )
+    eager_layer_host_ms: float = Field(
+        0.0,
+        ge=0,
+        le=1e3,  # ms per layer: a whole second of host time per layer is far beyond any engine
+        description="host (CPU) time to launch one transformer layer's kernels outside a CUDA "
+        "graph; an engine that replays CUDA graphs only for decode-only batches (TensorRT-LLM's "
+        "PyTorch backend, SGLang) runs every iteration with prompt tokens eagerly, and such an "
+        "iteration lasts at least layers x this (solver/replay/steptime.py); 0: not modelled",
+    )
     kernels_per_layer: float = Field(
         10.0,
         ge=0,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from solver.accuracy.fit import robust_loss
-from solver.accuracy.replay_fit import REPLAY_BOUNDS, best_request_overhead, golden, subsample
+from solver.accuracy.replay_fit import EAGER_LAYER_HOST_MS, REPLAY_BOUNDS, best_request_overhead, golden, subsample
 from solver.accuracy.replay_rows import CHUNK_TOKENS, _group_plan, generator_limits
 from solver.accuracy.validate import parse_measured
 from solver.catalog import shipped
@@ -74,12 +74,18 @@ def test_replay_bounds_are_physical_ranges():
     assert set(bounds) == {"gemm_efficiency_factor", "memory_efficiency_factor", "step_overhead_ms"}
     assert bounds["gemm_efficiency_factor"][1] == 1.0  # the card's MAMF is a ceiling
     assert all(0.0 <= lo < hi for lo, hi in bounds.values())
+    # the eager launch time per layer (phase 2b, TensorRT-LLM): from a host that always runs
+    # ahead (0) to 1.5 ms per layer (tens of ops at ~5-40 us of Python dispatch each)
+    assert EAGER_LAYER_HOST_MS == (0.0, 1.5)
 
 
 @pytest.mark.parametrize(("tool", "engine", "conc", "isl", "budget"), [
     ("aiconfigurator", "vllm", 64, 1024, 512 + 1024 + 1500),  # max_num_seqs 512 below 512
     ("aiconfigurator", "vllm", 600, 4096, 1200 + 4096 + 1500),  # 2x the batch from 512 on
-    ("aiconfigurator", "trtllm", 64, 1024, 64 + 1024 + 500),  # batch + isl + 500 (with the overlap lag)
+    # batch + isl + 1500, up to the 32-token block: 2588 -> 2592, 2020 -> 2048, 8704 stays
+    ("aiconfigurator", "trtllm", 64, 1024, 2592),
+    ("aiconfigurator", "trtllm", 8, 512, 2048),
+    ("aiconfigurator", "trtllm", 128, 7076, 8704),
     ("inferencex", "trtllm", 64, 1024, CHUNK_TOKENS),  # TensorRT-LLM's own default
     ("aiconfigurator", "sglang", 64, 1024, CHUNK_TOKENS),
     ("inferencex", "vllm", 64, 1024, CHUNK_TOKENS),  # vLLM's own default

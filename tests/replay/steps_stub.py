@@ -15,6 +15,7 @@ class FixedSteps:
 
     pp = 1
     spec_k, spec_gain = 0, 1.0  # no speculation (StepTimes' defaults)
+    eager_s = 0.0  # no eager-launch host time (StepTimes' default)
 
     def __init__(self, decode_s: float = 0.01, prefill_s: float = 0.05) -> None:
         self.decode_s, self.prefill_s = decode_s, prefill_s

@@ -75,6 +75,9 @@ class Policy:
     # budget tokens one decoding sequence takes per iteration: 1, or k + 1 when the instance
     # speculates (its sampled token and k drafts: solver/replay/speculation.py)
     decode_tokens = 1
+    # an overlap scheduler: an iteration's outputs are handled after the next one is launched
+    # (solver/replay/instance.py)
+    late_first_token = False
 
     def schedule(self, inst) -> Batch:  # pragma: no cover - every engine defines it
         raise NotImplementedError

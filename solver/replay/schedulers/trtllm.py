@@ -25,9 +25,10 @@ batch N still runs on the GPU, and only then handles batch N's outputs (`_update
 `_handle_responses`). So the batch that starts at a boundary was chosen at the start of the
 iteration before it: a request that arrives while an iteration runs (a closed-loop client's
 next request is sent after the previous one's last token came out) misses the batch already
-scheduled and joins the one after it, two boundaries later, not one. The first token of a
-context completed in N is still returned at N's end (the host handles N's outputs as soon as
-N+1 is launched: the host is taken to run ahead of the GPU). When nothing is running the
+scheduled and joins the one after it, two boundaries later, not one. The first tokens of
+contexts completed in N go out once N+1 is launched (`late_first_token`): at N's end when N+1 is
+a graphed decode, its eager launch time later when it carries prompt tokens (PR #14061, 2026,
+makes an early emission opt-in; solver/replay/instance.py, solver/replay/steptime.py). When nothing is running the
 executor waits for requests (`_fetch_new_requests`) and schedules one at once, so an arrival at
 an idle engine (or one whose requests all finished) is not delayed. `overlap=False`
 (`disable_overlap_scheduler: true`) schedules at each boundary what waits then.
@@ -51,6 +52,7 @@ class TrtllmScheduler(Policy):
         self.block_tokens = int(block_tokens)
         self.chunked = bool(chunked)
         self.overlap = bool(overlap)
+        self.late_first_token = self.overlap  # module docstring: outputs of N after N+1's launch
         self._fresh = False  # the last schedule saw requests it had not seen before
         self.reserved = 0  # blocks reserved for every request in flight (prompt + output)
 
