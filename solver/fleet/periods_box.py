@@ -21,6 +21,7 @@ committed cost). The result is proven only when every box is pruned by its bound
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import math
 import time
@@ -33,11 +34,11 @@ from ortools.sat.python import cp_model
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
-from solver.fleet.periods_commit import PeriodBounds, fix
+from solver.fleet.periods_commit import PeriodBounds
 
 # CP-SAT deterministic time of the box search per second of the time limit: the rest goes to the
 # period hints (a quarter), the final solve at the best vector and its tie-breaks
-BOX_WORK_SHARE = 0.6
+BOX_WORK_SHARE = 0.2
 POINT_WORK = 0.25  # deterministic time of a period's first solve at a vector (re-solves double it)
 MAX_POINT_WORK = 8.0  # the most a period's re-solve at one vector gets
 LEAF_WORK = 2.0  # deterministic time of the model over periods at one vector (with a start cost)
@@ -46,96 +47,112 @@ THREADS = 2  # periods solved side by side, one CP-SAT worker each (benchmarks/m
 
 @dataclass
 class Point:
-    lb: float  # a proven lower bound on g (objective units per second); inf: no plan
+    lb: float  # a proven lower bound on B_k over the box (objective units per second); inf: no plan
     counts: np.ndarray | None  # a plan of the period (None: none found)
     work: float  # the deterministic time it was given
     proven: bool
 
 
 class Table:
-    """g per distinct period (its demand and on-demand supply): the points solved, and bounds
-    from them (`bound`)."""
+    """B_k(box) per distinct period k (its demand and on-demand supply): the period planned
+    alone, its committed level a variable within the box (clamped to the most devices it can
+    use) at the committed price per second, the rest on demand. Boxes solved are kept; a box is
+    bounded by every solved box that contains it (B_k does not fall as the box shrinks)."""
 
-    def __init__(self, pi: PeriodInstance, opts: SolveOptions, cost_of, types: list[int], high: list):
+    def __init__(self, pi: PeriodInstance, opts: SolveOptions, cost_of, types: list[int], floors: list,
+                 high: list):
         self.pi, self.opts, self.cost_of, self.types = pi, opts, cost_of, types
-        self.pb = PeriodBounds(pi, opts, cost_of)
+        pb = PeriodBounds(pi, opts, cost_of)
         keys: dict[tuple, list[int]] = {}
         for p in range(pi.n_periods):
-            keys.setdefault(self.pb.key(p, ()), []).append(p)
+            keys.setdefault(pb.key(p, ()), []).append(p)
         self.groups = list(keys.values())  # periods of equal demand and supply, first-seen order
         self.key_of = {p: k for k, g in enumerate(self.groups) for p in g}
         self.weight = [sum(pi.seconds[p] for p in g) for g in self.groups]
-        self.alone = [self.pb.alone(g[0]) for g in self.groups]
+        self.alone = [dataclasses.replace(pb.alone(g[0]), committed_price=pi.committed_price) for g in self.groups]
         self.caps = [np.array([device_bound(a, h) for h in types]) for a in self.alone]
-        # per period and type, the price of a device above a solved level: the on-demand one
-        # when renting is unlimited there; else inf (a plan may not be affordable below its
-        # level at all: only the monotone bound holds)
-        self.op = [np.array([math.inf if pi.on_demand_price[h] is None or pi.on_demand_supply[h][g[0]] is not None
-                             else float(pi.on_demand_price[h]) for h in types]) for g in self.groups]
-        self.points: list[dict[tuple, Point]] = [{} for _ in self.groups]
-        self.levels: list[list[np.ndarray]] = [[] for _ in self.groups]
-        self.lbs: list[list[float]] = [[] for _ in self.groups]
+        self.cp = np.array([int(pi.committed_price[h] or 0) for h in types])
+        self.boxes: list[dict[tuple, Point]] = [{} for _ in self.groups]
         self.work_used = 0.0
         self.solves = 0
-        for k, g in enumerate(self.groups):  # g at C = 0: the period at the higher prices
+        zero = tuple(0 for _ in types)
+        for k, g in enumerate(self.groups):  # over every level: the period at the lower prices;
+            if floors and floors[g[0]] is not None:  # at no committed device: at the higher ones
+                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(floors[g[0]]), None, 0.0, False)
             if high and high[g[0]] is not None:
-                self._add(k, tuple(0 for _ in types), Point(float(high[g[0]]), None, 0.0, False))
+                self.boxes[k][(zero, zero)] = Point(float(high[g[0]]), None, 0.0, False)
 
-    def clamp(self, k: int, c: tuple) -> tuple:
-        return tuple(int(x) for x in np.minimum(np.array(c), self.caps[k]))
+    def clamp(self, k: int, lo: tuple, hi: tuple) -> tuple[tuple, tuple, float]:
+        """The box within the levels period k can use, and the committed price per second of
+        the levels beyond them (paid, never used)."""
+        cap = self.caps[k]
+        beyond = float(np.sum(self.cp * np.maximum(np.array(lo) - cap, 0)))
+        return (tuple(int(x) for x in np.minimum(lo, cap)), tuple(int(x) for x in np.minimum(hi, cap)), beyond)
 
-    def _add(self, k: int, c: tuple, pt: Point) -> None:
-        self.points[k][c] = pt
-        self.levels[k].append(np.array(c, dtype=float))
-        self.lbs[k].append(pt.lb)
-
-    def bound(self, k: int, c: tuple) -> float:
-        """A proven lower bound on g_k(c) from every point solved (monotone and Lipschitz)."""
-        if not self.lbs[k]:
-            return 0.0
-        at = np.array(self.clamp(k, c), dtype=float)
-        above = np.maximum(at[None, :] - np.array(self.levels[k]), 0.0)
-        with np.errstate(invalid="ignore"):  # inf x 0: not above that level
-            penalty = np.where(above > 0, above * self.op[k][None, :], 0.0).sum(axis=1)
-        lbs = np.array(self.lbs[k])
-        ok = np.isfinite(penalty)
-        return max(0.0, float(np.max(lbs[ok] - penalty[ok]))) if ok.any() else 0.0
+    def bound(self, k: int, lo: tuple, hi: tuple) -> float:
+        """A proven lower bound on B_k over [lo, hi]: the best solved box containing it."""
+        a, b, beyond = self.clamp(k, lo, hi)
+        best = 0.0
+        for (x, y), pt in self.boxes[k].items():
+            if all(i <= j for i, j in zip(x, a)) and all(i >= j for i, j in zip(y, b)):
+                best = max(best, pt.lb)
+        return best + beyond
 
     def lower(self, lo: tuple, hi: tuple) -> float:
-        """LB of the box [lo, hi]: the committed cost at lo, every period bounded at hi."""
+        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it)."""
+        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)))
+
+    def lb(self, lo: tuple, hi: tuple) -> float:
+        return max(self.lower(lo, hi), self.corner(lo, hi))
+
+    def corner(self, lo: tuple, hi: tuple) -> float:
+        """The committed cost at lo plus each period's g at hi, g_k(C) >= B_k - cp.C >= B_k - cp.hi."""
         pi = self.pi
         fixed = sum(pi.horizon_s * int(pi.committed_price[h] or 0) * x for h, x in zip(self.types, lo))
-        return fixed + sum(w * self.bound(k, hi) for k, w in enumerate(self.weight))
+        g = 0.0
+        for k, w in enumerate(self.weight):
+            b = self.clamp(k, lo, hi)[1]
+            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.cp, b)))
+        return fixed + g
 
-    def needs(self, c: tuple, work: float) -> list[int]:
-        """The periods whose point at c is missing, or unproven and solved with less work."""
+    def needs(self, lo: tuple, hi: tuple, work: float) -> list[int]:
+        """The periods whose box is not solved, or unproven and solved with less work."""
         out = []
         for k in range(len(self.groups)):
-            pt = self.points[k].get(self.clamp(k, c))
+            a, b, _ = self.clamp(k, lo, hi)
+            pt = self.boxes[k].get((a, b))
             if pt is None or (not pt.proven and pt.work < work):
                 out.append(k)
         return out
 
-    def solve(self, c: tuple, work: float, deadline: float) -> None:
-        """Solve every period that `needs` it at c, THREADS side by side (deterministic: each
-        solve is one sequential CP-SAT worker under a deterministic limit)."""
-        todo = self.needs(c, work)
+    def solve(self, lo: tuple, hi: tuple, work: float, deadline: float) -> None:
+        """Solve every period that `needs` it on the box, THREADS side by side (deterministic:
+        each solve is one sequential CP-SAT worker under a deterministic limit)."""
+        todo = self.needs(lo, hi, work)
+        boxes = [self.clamp(k, lo, hi)[:2] for k in todo]
         with ThreadPoolExecutor(THREADS) as ex:
-            got = list(ex.map(lambda k: self._solve_one(k, self.clamp(k, c), work, deadline), todo))
+            got = list(ex.map(lambda kb: self._solve_one(kb[0], kb[1], work, deadline), zip(todo, boxes)))
         self.solves += len(todo)
-        for k, (pt, det) in zip(todo, got):
+        for k, box, (pt, det) in zip(todo, boxes, got):
             self.work_used += det
-            self._add(k, self.clamp(k, c), pt)
+            self.boxes[k][box] = pt
 
-    def _hint(self, k: int, c: tuple) -> np.ndarray | None:
-        near = [(int(np.abs(np.array(x) - np.array(c)).sum()), x) for x, pt in self.points[k].items()
+    def counts(self, k: int, lo: tuple, hi: tuple) -> np.ndarray | None:
+        pt = self.boxes[k].get(self.clamp(k, lo, hi)[:2])
+        return None if pt is None else pt.counts
+
+    def _hint(self, k: int, box: tuple) -> np.ndarray | None:
+        mid = np.add(box[0], box[1]) / 2
+        near = [(float(np.abs(np.add(x, y) / 2 - mid).sum()), x, y) for (x, y), pt in self.boxes[k].items()
                 if pt.counts is not None]
-        return self.points[k][min(near)[1]].counts if near else None
+        return self.boxes[k][min(near)[1:]].counts if near else None
 
-    def _solve_one(self, k: int, c: tuple, work: float, deadline: float) -> tuple[Point, float]:
+    def _solve_one(self, k: int, box: tuple, work: float, deadline: float) -> tuple[Point, float]:
         pm = PeriodModel(self.alone[k])
-        fix(pm, dict(zip(self.types, c)))
-        hint = self._hint(k, c)
+        for h, a, b in zip(self.types, *box):
+            pm.m.add(pm.commit.committed[h] >= a)
+            pm.m.add(pm.commit.committed[h] <= b)
+        hint = self._hint(k, box)
         if hint is not None:
             for v, x in zip(pm.fms[0].v.n, hint):
                 pm.m.add_hint(v, int(x))
@@ -217,20 +234,15 @@ class BoxSearch:
             return float(self.best.value)
         return float(math.ceil(self.best.value * (1 - self.opts.relative_gap)))
 
-    def evaluate(self, c: tuple, work: float) -> None:
-        self.table.solve(c, work, self.deadline)
-        counts = self.counts_at(c)
+    def evaluate(self, lo: tuple, hi: tuple, work: float) -> None:
+        self.table.solve(lo, hi, work, self.deadline)
+        counts = self.counts_at(lo, hi)
         if all(x is not None for x in counts):
             self.offer(counts)
 
-    def counts_at(self, c: tuple) -> list:
-        """Per period its plan at c (None where none was found)."""
-        out = []
-        for p in range(self.pi.n_periods):
-            k = self.table.key_of[p]
-            pt = self.table.points[k].get(self.table.clamp(k, c))
-            out.append(None if pt is None else pt.counts)
-        return out
+    def counts_at(self, lo: tuple, hi: tuple) -> list:
+        """Per period its plan on the box (None where none was found)."""
+        return [self.table.counts(self.table.key_of[p], lo, hi) for p in range(self.pi.n_periods)]
 
     def offer(self, counts: list) -> None:
         got = plan_cost(self.pi, self.table.types, counts)
@@ -239,18 +251,19 @@ class BoxSearch:
 
     def push(self, lo: tuple, hi: tuple) -> None:
         self.seq += 1
-        heapq.heappush(self.heap, (self.table.lower(lo, hi), self.seq, lo, hi))
+        heapq.heappush(self.heap, (self.table.lb(lo, hi), self.seq, lo, hi))
 
     def shrink(self, lo: tuple, hi: tuple) -> tuple | None:
-        """hi cut where the committed cost alone leaves the box's bound at the target: a level
-        h above lo_h + (target - 1 - LB) / (H cp_h) has T >= target (costs are integers)."""
+        """None when the box's bound reaches the target; else hi cut where the committed cost
+        reaches it: a level h above lo_h + (target - 1 - corner) / (H cp_h) has T >= target
+        (costs are integers)."""
         pi, thr = self.pi, self.target()
         for _ in range(3):
-            lb = self.table.lower(lo, hi)
-            if lb >= thr:
+            if self.table.lb(lo, hi) >= thr:
                 return None
             if math.isinf(thr):
                 return hi
+            lb = self.table.corner(lo, hi)
             new = []
             for h, a, b in zip(self.table.types, lo, hi):
                 unit = pi.horizon_s * int(pi.committed_price[h] or 0)
@@ -268,21 +281,22 @@ class BoxSearch:
             self.floor = min(self.floor, self.target())
             return None
         shrunk, hi = box != hi, box
-        now = self.table.lower(lo, hi)
+        now = self.table.lb(lo, hi)
         if now > lb or shrunk:
             self.push(lo, hi)
             return None
-        if self.table.needs(hi, POINT_WORK):
-            self.evaluate(hi, POINT_WORK)
+        if self.table.needs(lo, hi, POINT_WORK):
+            self.evaluate(lo, hi, POINT_WORK)
             self.push(lo, hi)
             return None
         if lo == hi and self.leaf is not None:
             return self.close(hi, now)
         if lo == hi:
-            works = [self.table.points[k][self.table.clamp(k, hi)].work for k in self.table.needs(hi, math.inf)]
+            works = [self.table.boxes[k][self.table.clamp(k, lo, hi)[:2]].work
+                     for k in self.table.needs(lo, hi, math.inf)]
             if not works or min(works) >= MAX_POINT_WORK:
                 return now  # every period at its most work: the point stays open at its bound
-            self.evaluate(hi, min(MAX_POINT_WORK, 2 * min(works)))
+            self.evaluate(lo, hi, min(MAX_POINT_WORK, 2 * min(works)))
             self.push(lo, hi)
             return None
         self.split(lo, hi)
@@ -292,7 +306,7 @@ class BoxSearch:
         """A single vector with a start cost: the model over periods with C fixed and cut below
         the target (infeasible: T(c) >= target); returns the bound it leaves open."""
         thr = self.target()
-        counts = self.counts_at(c)
+        counts = self.counts_at(c, c)
         status, value, bound, got, det = self.leaf(dict(zip(self.table.types, c)), counts, thr, LEAF_WORK)
         self.table.work_used += det
         if got is not None:
@@ -334,15 +348,17 @@ class BoxSearch:
 
 
 def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
-                 high: list, cost_of, t0: float, leaf=None) -> BoxResult | None:
+                 floors: tuple[list, list], cost_of, t0: float, leaf=None) -> BoxResult | None:
     """The cheapest committed vector over `ranges` by boxes; `first` (the hinted levels) solved
-    first for an incumbent, `high` per period a proven bound of its cost at C = 0; `leaf` (with a
-    start cost) solves the model over periods at one vector (`BoxSearch.close`)."""
+    first for an incumbent; `floors` per period proven bounds of its cost at the lower prices
+    (any level) and at the higher ones (no committed device); `leaf` (with a start cost) solves
+    the model over periods at one vector (`BoxSearch.close`)."""
     types = sorted(ranges)
-    table = Table(pi, opts, cost_of, types, high)
+    table = Table(pi, opts, cost_of, types, *floors)
     search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
     if first:
-        search.evaluate(tuple(min(first[h], ranges[h][-1]) for h in types), POINT_WORK)
+        c = tuple(min(first[h], ranges[h][-1]) for h in types)
+        search.evaluate(c, c, POINT_WORK)
     bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
                        BOX_WORK_SHARE * opts.time_limit_s)
     if search.best is None:

@@ -348,7 +348,8 @@ def _fixed(pi: PeriodInstance, levels: dict[int, int], counts: list, cut: float,
     if math.isfinite(cut):
         pm.m.add(expr <= int(cut) - 1)
     pm.m.minimize(expr)
-    solver = make_solver(opts, opts.time_limit_s - (time.perf_counter() - t0), work)
+    # its deterministic `work` bounds it; the wall clock only as a safety net, at least FINAL_WORK s
+    solver = make_solver(opts, max(opts.time_limit_s - (time.perf_counter() - t0), FINAL_WORK), work)
     status = solver.solve(pm.m)
     check_status(status, pm.m)
     return pm, solver, status
@@ -366,7 +367,7 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
         return (status, solver.objective_value, solver.best_objective_bound, list(_read(pm, solver)["counts"]), det)
 
     got = box.search_boxes(pi, commit.all_level_ranges(pi), opts, hinted_levels(pi, hints.counts) or {},
-                           hints.high_floors, cost_expr, t0, leaf)
+                           (hints.floors, hints.high_floors), cost_expr, t0, leaf)
     if got is None:
         return None
     pm, solver, status = _fixed(pi, got.best.levels, got.best.counts, got.best.value + 1, FINAL_WORK, opts, hints, t0)
