@@ -36,11 +36,10 @@ HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest:
 HINT_WORK = 1.0  # CP-SAT deterministic time per period planned alone (the hints need no proof)
 PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
 PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
-# many committed vectors: searched by boxes (periods_box.py) rather than by the one model, whose
-# gap stayed at 6-8% on the three-service benchmark (benchmarks/multiperiod.md); tests turn it
-# off to compare with the one model
+# many committed vectors: by boxes (periods_box.py), not the one model (6-8% gap on the
+# three-service benchmark, benchmarks/multiperiod.md); off in tests comparing with the one model
 BOX_SEARCH = True
-FINAL_WORK = 2.0  # deterministic time of the model over periods at the boxes' best vector (hinted)
+FINAL_WORK = 2.0  # deterministic time per 24 periods of the model at the boxes' best vector (hinted)
 
 
 @dataclass
@@ -80,10 +79,6 @@ def stages(pm: PeriodModel) -> list[ObjectiveStage]:
     return [ObjectiveStage("cost", cost_expr(pm), False, COST_UNIT),
             ObjectiveStage("devices", sum(devices_expr(fm) for fm in pm.fms), False, 1),
             ObjectiveStage("configs", sum(configs_expr(fm) for fm in pm.fms), False, 1)]
-
-
-def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.all(a >= b))
 
 
 def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
@@ -153,7 +148,7 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
             out.counts[p], out.floors[p] = solved[key]
             out.high_floors[p] = high_floor.get(key)
             continue
-        cover = [np.array(k) for k in solved if _dominates(np.array(k), demand[p])]
+        cover = [np.array(k) for k in solved if np.all(np.array(k) >= demand[p])]
         if cover:  # the least demand that covers this period's
             out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
     out.solves = len(solved)
@@ -348,8 +343,8 @@ def _fixed(pi: PeriodInstance, levels: dict[int, int], counts: list, cut: float,
     if math.isfinite(cut):
         pm.m.add(expr <= int(cut) - 1)
     pm.m.minimize(expr)
-    # its deterministic `work` bounds it; the wall clock only as a safety net, at least FINAL_WORK s
-    solver = make_solver(opts, max(opts.time_limit_s - (time.perf_counter() - t0), FINAL_WORK), work)
+    # its deterministic `work` bounds it; the wall clock only as a safety net (at least 4 s a unit)
+    solver = make_solver(opts, max(opts.time_limit_s - (time.perf_counter() - t0), 4 * work), work)
     status = solver.solve(pm.m)
     check_status(status, pm.m)
     return pm, solver, status
@@ -370,11 +365,12 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
                            (hints.floors, hints.high_floors), cost_expr, t0, leaf)
     if got is None:
         return None
-    pm, solver, status = _fixed(pi, got.best.levels, got.best.counts, got.best.value + 1, FINAL_WORK, opts, hints, t0)
+    work = FINAL_WORK * max(1.0, pi.n_periods / 24)
+    pm, solver, status = _fixed(pi, got.best.levels, got.best.counts, got.best.value + 1, work, opts, hints, t0)
     if not found(status):
         return None
-    value = int(round(solver.objective_value))
-    return _finish(pm, solver, value, max(got.bound, floor_sum(pi, hints)), opts, hints, t0)
+    bound = max(got.bound, floor_sum(pi, hints))
+    return _finish(pm, solver, int(round(solver.objective_value)), bound, opts, hints, t0)
 
 
 def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
