@@ -11,8 +11,8 @@ solved exactly with C fixed (the whole horizon, start costs included, cut at the
 far) until LB(C) reaches the best. A result is proven only when every C is pruned or solved to
 optimality; otherwise its bound is the least bound left.
 
-Only when the committed vectors are few (`MAX_VECTORS`); else `solve_periods` keeps the
-monolithic model.
+Only when the committed vectors are few (`MAX_VECTORS`); else `solve_periods` searches them by
+boxes (solver/fleet/periods_box.py).
 """
 
 from __future__ import annotations
