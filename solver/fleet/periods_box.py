@@ -271,6 +271,7 @@ class BoxSearch:
             if tuple(new) == hi:
                 return hi
             hi = tuple(new)
+            self.floor = min(self.floor, thr)  # the levels cut off cost at least the target
         return hi
 
     def step(self, lb: float, lo: tuple, hi: tuple) -> float | None:

@@ -157,3 +157,18 @@ def monkeypatch_module():
     mp = pytest.MonkeyPatch()
     yield mp
     mp.undo()
+
+
+@settings(max_examples=8, deadline=None)
+@given(qps=st.lists(st.integers(1, 60), min_size=2, max_size=3), a=st.sampled_from([(1.0, 3.0), (1.0, 1.3)]),
+       b=st.sampled_from([(0.9, 1.0), (1.5, 4.0)]), gap=st.sampled_from([0.05, 0.3]))
+def test_boxes_stopped_at_a_gap_bound_the_optimum(qps, a, b, gap, monkeypatch_module):
+    """Stopped at a relative gap, the answer is no cheaper than the least T(C) enumerated and its
+    bound (cost x (1 - reported gap)) no dearer."""
+    pi = horizon([float(q) for q in qps], a, b)
+    want = brute_force(pi) / COST_UNIT
+    with monkeypatch_module.context() as mp:
+        mp.setattr(periods_commit, "MAX_VECTORS", 0)
+        sol = solve_periods(pi, SolveOptions(time_limit_s=20, relative_gap=gap))
+    assert sol.cost_usd >= want - 1e-9
+    assert sol.cost_usd * (1 - sol.gap) <= want + 1e-9
