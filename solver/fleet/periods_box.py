@@ -3,20 +3,22 @@
 levels, every prune by a proven bound.
 
 For a fixed committed vector C the horizon costs T(C) = H cp.C + sum_p s_p g_p(C) + starts, with
-g_p(C) period p's cost per second planned alone with its termed devices up to C free
-(periods_commit.PeriodBounds). Two facts about g_p give bounds without solving at every C:
+g_p(C) period p's cost per second planned alone with its termed devices up to C free. Bounds:
 
-- g_p is non-increasing in C (more committed devices never raise a period's spend), so over a
-  box every C has T(C) >= LB(box) = H cp.lo + sum_p s_p g_p(hi);
-- g_p(C) >= g_p(C') - sum_h op_h max(C_h - C'_h, 0) (the plan at C costs at C' at most op_h
-  more per device of type h above C'_h), so every period solved at C' bounds g_p everywhere.
+- B_p(box) = min over C in the box of cp.C + g_p(C): period p planned alone with its committed
+  level a variable in the box, paid per second used or not. Every period choosing its own level
+  relaxes the one shared level, so LB(box) = sum_p s_p B_p(box) <= T(C) for every C in the box;
+  B_p does not fall as a box shrinks, so a box has every bound of the boxes containing it (the
+  whole range: the period floors at the lower prices);
+- g_p never rises with C and g_p(C) >= B_p - cp.C, so T(C) >= H cp.lo + sum_p s_p max(0, B_p -
+  cp.hi) (`corner`), which also cuts a box's hi where the committed cost alone reaches the target.
 
-A solve at C gives a lower bound (CP-SAT's proven bound, within a deterministic budget) and a
-plan per distinct period; the plans of all periods are a plan of the horizon (an incumbent).
-The search pops the box of least bound, first shrinks it (a level h above lo_h + (target -
-LB) / (H cp_h) cannot beat the target), solves its top corner when not yet solved, re-solves a
-single point's unproven periods with more work, and otherwise splits the widest coordinate (by
-committed cost). The result is proven only when every box is pruned by its bound.
+A box's period solves (CP-SAT's proven bound under a deterministic limit) also give plans: all
+periods' plans together are a plan of the horizon (an incumbent). The search pops the box of
+least bound, shrinks it, solves its periods when not yet solved, re-solves a single vector's
+unproven periods with more work (with a start cost: the model over periods at that vector), and
+otherwise halves the coordinate of widest committed cost. The result is proven only when every
+box is pruned by its bound.
 """
 
 from __future__ import annotations
