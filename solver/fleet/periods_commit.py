@@ -11,8 +11,8 @@ solved exactly with C fixed (the whole horizon, start costs included, cut at the
 far) until LB(C) reaches the best. A result is proven only when every C is pruned or solved to
 optimality; otherwise its bound is the least bound left.
 
-Only when the committed vectors are few (`MAX_VECTORS`); else `solve_periods` keeps the
-monolithic model.
+Only when the committed vectors are few (`MAX_VECTORS`); else `solve_periods` searches them by
+boxes (solver/fleet/periods_box.py).
 """
 
 from __future__ import annotations
@@ -36,8 +36,14 @@ MAX_VECTORS = 256
 
 
 def level_ranges(pi: PeriodInstance) -> dict[int, range] | None:
-    """Per type with terms, the committed levels to try (0 only without a committed price);
-    None when their product exceeds MAX_VECTORS."""
+    """`all_level_ranges`, or None when their product exceeds MAX_VECTORS."""
+    out = all_level_ranges(pi)
+    return out if math.prod(len(r) for r in out.values()) <= MAX_VECTORS else None
+
+
+def all_level_ranges(pi: PeriodInstance) -> dict[int, range]:
+    """Per type with terms, the committed levels to try: 0 to the most devices of the type a
+    period can use, within its committed supply (0 only without a committed price)."""
     out: dict[int, range] = {}
     for h in range(len(pi.base.hw_names)):
         if not pi.termed[h]:
@@ -48,7 +54,7 @@ def level_ranges(pi: PeriodInstance) -> dict[int, range] | None:
         top = device_bound(pi, h)
         cap = top if pi.committed_supply[h] is None else min(top, pi.committed_supply[h])
         out[h] = range(cap + 1)
-    return out if math.prod(len(r) for r in out.values()) <= MAX_VECTORS else None
+    return out
 
 
 class PeriodBounds:

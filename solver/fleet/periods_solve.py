@@ -2,13 +2,12 @@
 cost over the horizon -> devices summed over periods -> distinct configurations summed over
 periods, each stage frozen and warm-started from the previous one.
 
-What makes it fast: the candidate columns are built and integerized once and shared by every
-period (only demand and the demand bounds change); the first stage is warm-started from each
-period planned alone (`period_hints`: one solve per distinct demand, within a quarter of the time
-limit; a period left unsolved borrows the plan of a solved period whose demand covers its own),
-with the committed level that is cheapest for those usages; and a period's instance bounds come
-from its own demand, so quiet periods have small domains. When the committed vectors are few,
-they are searched exactly (solver/fleet/periods_commit.py) and the tie-breaks run at the best.
+The candidate columns are built and integerized once and shared by every period (only demand
+and the demand bounds change); each period planned alone (`period_hints`: one solve per distinct
+demand, within a quarter of the time limit; a period left unsolved borrows the plan of a solved
+period whose demand covers its own) is the warm start and a cut. The committed vector is then
+searched: listed when few (solver/fleet/periods_commit.py), by boxes when many
+(solver/fleet/periods_box.py); the tie-breaks run at the best vector.
 """
 
 from __future__ import annotations
@@ -22,6 +21,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.fleet import integerize as ints
+from solver.fleet import periods_box as box
 from solver.fleet import periods_commit as commit
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.objective import ObjectiveStage, configs_expr, devices_expr
@@ -36,6 +36,10 @@ HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest:
 HINT_WORK = 1.0  # CP-SAT deterministic time per period planned alone (the hints need no proof)
 PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
 PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
+# many committed vectors: by boxes (periods_box.py), not the one model (6-8% gap on the
+# three-service benchmark, benchmarks/multiperiod.md); off in tests comparing with the one model
+BOX_SEARCH = True
+FINAL_WORK = 2.0  # deterministic time per 24 periods of the model at the boxes' best vector (hinted)
 
 
 @dataclass
@@ -75,10 +79,6 @@ def stages(pm: PeriodModel) -> list[ObjectiveStage]:
     return [ObjectiveStage("cost", cost_expr(pm), False, COST_UNIT),
             ObjectiveStage("devices", sum(devices_expr(fm) for fm in pm.fms), False, 1),
             ObjectiveStage("configs", sum(configs_expr(fm) for fm in pm.fms), False, 1)]
-
-
-def _dominates(a: np.ndarray, b: np.ndarray) -> bool:
-    return bool(np.all(a >= b))
 
 
 def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
@@ -148,7 +148,7 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
             out.counts[p], out.floors[p] = solved[key]
             out.high_floors[p] = high_floor.get(key)
             continue
-        cover = [np.array(k) for k in solved if _dominates(np.array(k), demand[p])]
+        cover = [np.array(k) for k in solved if np.all(np.array(k) >= demand[p])]
         if cover:  # the least demand that covers this period's
             out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
     out.solves = len(solved)
@@ -304,6 +304,19 @@ def _tiebreaks(pm: PeriodModel, spec: list[ObjectiveStage], opts: SolveOptions, 
     return got
 
 
+def _finish(pm: PeriodModel, solver: cp_model.CpSolver, value: int, bound: float, opts: SolveOptions,
+            hints: Hints, t0: float) -> PeriodSolution:
+    """The cost stage's answer (`value`, proven >= `bound`) frozen, then the tie-breaks."""
+    spec = stages(pm)
+    gap = (value - min(bound, value)) / max(value, 1e-9)
+    proven = SolveStatus.OPTIMAL if gap <= 1e-9 else SolveStatus.FEASIBLE
+    done = [Stage(spec[0].name, proven, value / spec[0].unit)]
+    _freeze(pm, spec[0], solver, value)
+    got = _tiebreaks(pm, spec[1:opts.max_stages], opts, t0, done, _read(pm, solver))
+    return PeriodSolution(status=proven, cost_usd=value / COST_UNIT, gap=gap,
+                          wall_s=time.perf_counter() - t0, stages=done, hint_solves=hints.solves, **got)
+
+
 def _by_levels(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, hints: Hints,
                t0: float) -> PeriodSolution | None:
     """The committed levels searched exactly (solver/fleet/periods_commit.py), then the
@@ -315,37 +328,70 @@ def _by_levels(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions,
     best = commit.search(pi, ranges, opts, hinted_levels(pi, hints.counts) or {}, prepare, cost_expr, t0)
     if best is None:
         return None
-    pm, spec = best.pm, stages(best.pm)
-    gap = (best.value - best.bound) / max(best.value, 1e-9)
-    proven = SolveStatus.OPTIMAL if gap <= 1e-9 else SolveStatus.FEASIBLE
-    done = [Stage(spec[0].name, proven, best.value / spec[0].unit)]
-    _freeze(pm, spec[0], best.solver, best.value)
-    got = _tiebreaks(pm, spec[1:opts.max_stages], opts, t0, done, _read(pm, best.solver))
-    return PeriodSolution(status=proven, cost_usd=best.value / COST_UNIT, gap=gap,
-                          wall_s=time.perf_counter() - t0, stages=done, hint_solves=hints.solves, **got)
+    return _finish(best.pm, best.solver, best.value, best.bound, opts, hints, t0)
+
+
+def _fixed(pi: PeriodInstance, levels: dict[int, int], counts: list, cut: float, work: float,
+           opts: SolveOptions, hints: Hints, t0: float):
+    """The model over periods at committed `levels`, hinted with `counts` (the period hints
+    where incomplete), its cost below `cut`: (model, solver, status)."""
+    pm = PeriodModel(pi)
+    commit.fix(pm, levels)
+    apply_hints(pm, counts if all(c is not None for c in counts) else hints.counts, levels)
+    post_floors(pm, hints)
+    expr = cost_expr(pm)
+    if math.isfinite(cut):
+        pm.m.add(expr <= int(cut) - 1)
+    pm.m.minimize(expr)
+    # its deterministic `work` bounds it; the wall clock only as a safety net (at least 4 s a unit)
+    solver = make_solver(opts, max(opts.time_limit_s - (time.perf_counter() - t0), 4 * work), work)
+    status = solver.solve(pm.m)
+    check_status(status, pm.m)
+    return pm, solver, status
+
+
+def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+    """The committed vector searched by boxes (solver/fleet/periods_box.py); its best plan is
+    the hint of the model over periods at its levels (cut at its cost), which then runs the
+    tie-breaks. None when the boxes found no plan."""
+    def leaf(levels: dict[int, int], counts: list, cut: float, work: float):
+        pm, solver, status = _fixed(pi, levels, counts, cut, work, opts, hints, t0)
+        det = float(solver.response_proto.deterministic_time)
+        if not found(status):
+            return status, None, 0.0, None, det
+        return (status, solver.objective_value, solver.best_objective_bound, list(_read(pm, solver)["counts"]), det)
+
+    got = box.search_boxes(pi, commit.all_level_ranges(pi), opts, hinted_levels(pi, hints.counts) or {},
+                           (hints.floors, hints.high_floors), cost_expr, t0, leaf)
+    if got is None:
+        return None
+    work = FINAL_WORK * max(1.0, pi.n_periods / 24)
+    pm, solver, status = _fixed(pi, got.best.levels, got.best.counts, got.best.value + 1, work, opts, hints, t0)
+    if not found(status):
+        return None
+    bound = max(got.bound, floor_sum(pi, hints))
+    return _finish(pm, solver, int(round(solver.objective_value)), bound, opts, hints, t0)
 
 
 def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
     """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of
-    time). Few committed vectors: searched exactly (`_by_levels`); else one model over periods."""
+    time). Few committed vectors: searched exactly (`_by_levels`); more: by boxes (`_by_boxes`);
+    without a plan from them (or with BOX_SEARCH off), one model over periods."""
     t0 = time.perf_counter()
     hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
     ranges = commit.level_ranges(pi)
     if ranges is not None:
         return _by_levels(pi, ranges, opts, hints, t0)
+    if BOX_SEARCH:
+        got = _by_boxes(pi, opts, hints, t0)
+        if got is not None:
+            return got
     pm = PeriodModel(pi)
     apply_hints(pm, hints.counts)
     post_floors(pm, hints)
-    spec = stages(pm)
-    solver, status = _run_stage(pm, spec[0], True, opts, t0)
+    solver, status = _run_stage(pm, stages(pm)[0], True, opts, t0)
     if not found(status):
         return None
-    value = int(round(solver.objective_value))
-    gap = abs(value - max(solver.best_objective_bound, floor_sum(pi, hints))) / max(abs(value), 1e-9)
     # a relative_gap stop reports OPTIMAL to CP-SAT; the plan says feasible unless proven
-    proven = status == cp_model.OPTIMAL and gap <= 1e-9
-    done = [Stage(spec[0].name, SolveStatus.of_stage(status), value / spec[0].unit)]
-    _freeze(pm, spec[0], solver, value)
-    got = _tiebreaks(pm, spec[1:opts.max_stages], opts, t0, done, _read(pm, solver))
-    return PeriodSolution(status=SolveStatus.OPTIMAL if proven else SolveStatus.FEASIBLE, cost_usd=value / COST_UNIT,
-                          gap=gap, wall_s=time.perf_counter() - t0, stages=done, hint_solves=hints.solves, **got)
+    bound = max(solver.best_objective_bound, floor_sum(pi, hints))
+    return _finish(pm, solver, int(round(solver.objective_value)), bound, opts, hints, t0)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.fleet import periods_commit
+from solver.fleet import periods_commit, periods_solve
 from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, period_instance
@@ -54,6 +54,7 @@ def test_search_equals_the_one_model_optimum(qps, cp, premium, start, monkeypatc
     searched = solve_periods(pi, OPTS)
     with monkeypatch_module.context() as mp:
         mp.setattr(periods_commit, "MAX_VECTORS", 0)  # the one model over periods
+        mp.setattr(periods_solve, "BOX_SEARCH", False)
         assert periods_commit.level_ranges(pi) is None
         whole = solve_periods(pi, OPTS)
     assert searched.status is SolveStatus.OPTIMAL and whole.status is SolveStatus.OPTIMAL

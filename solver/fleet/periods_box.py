@@ -1,0 +1,369 @@
+"""The committed vector searched by boxes (issue 17) when it has too many values to list
+(more than periods_commit.MAX_VECTORS): a branch-and-bound over boxes [lo, hi] of committed
+levels, every prune by a proven bound.
+
+For a fixed committed vector C the horizon costs T(C) = H cp.C + sum_p s_p g_p(C) + starts, with
+g_p(C) period p's cost per second planned alone with its termed devices up to C free. Bounds:
+
+- B_p(box) = min over C in the box of cp.C + g_p(C): period p planned alone with its committed
+  level a variable in the box, paid per second used or not. Every period choosing its own level
+  relaxes the one shared level, so LB(box) = sum_p s_p B_p(box) <= T(C) for every C in the box;
+  B_p does not fall as a box shrinks, so a box has every bound of the boxes containing it (the
+  whole range: the period floors at the lower prices);
+- g_p never rises with C and g_p(C) >= B_p - cp.C, so T(C) >= H cp.lo + sum_p s_p max(0, B_p -
+  cp.hi) (`corner`), which also cuts a box's hi where the committed cost alone reaches the target.
+
+A box's period solves (CP-SAT's proven bound under a deterministic limit) also give plans: all
+periods' plans together are a plan of the horizon (an incumbent). The search pops the box of
+least bound, shrinks it, solves its periods when not yet solved, re-solves a single vector's
+unproven periods with more work (with a start cost: the model over periods at that vector), and
+otherwise halves the coordinate of widest committed cost. The result is proven only when every
+box is pruned by its bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solver.fleet.cpsat import check_status, make_solver
+from solver.fleet.options import SolveOptions
+from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
+from solver.fleet.periods_commit import PeriodBounds
+
+# CP-SAT deterministic time of the box search per second of the time limit: the rest goes to the
+# period hints (a quarter), the final solve at the best vector and its tie-breaks
+BOX_WORK_SHARE = 0.2
+POINT_WORK = 0.25  # deterministic time of a period's first solve at a vector (re-solves double it)
+MAX_POINT_WORK = 8.0  # the most a period's re-solve at one vector gets
+LEAF_WORK = 2.0  # deterministic time of the model over periods at one vector (with a start cost)
+THREADS = 2  # periods solved side by side, one CP-SAT worker each (benchmarks/multiperiod.md: 2 cores)
+
+
+@dataclass
+class Point:
+    lb: float  # a proven lower bound on B_k over the box (objective units per second); inf: no plan
+    counts: np.ndarray | None  # a plan of the period (None: none found)
+    work: float  # the deterministic time it was given
+    proven: bool
+
+
+class Table:
+    """B_k(box) per distinct period k (its demand and on-demand supply): the period planned
+    alone, its committed level a variable within the box (clamped to the most devices it can
+    use) at the committed price per second, the rest on demand. Boxes solved are kept; a box is
+    bounded by every solved box that contains it (B_k does not fall as the box shrinks)."""
+
+    def __init__(self, pi: PeriodInstance, opts: SolveOptions, cost_of, types: list[int], floors: list,
+                 high: list):
+        self.pi, self.opts, self.cost_of, self.types = pi, opts, cost_of, types
+        pb = PeriodBounds(pi, opts, cost_of)
+        keys: dict[tuple, list[int]] = {}
+        for p in range(pi.n_periods):
+            keys.setdefault(pb.key(p, ()), []).append(p)
+        self.groups = list(keys.values())  # periods of equal demand and supply, first-seen order
+        self.key_of = {p: k for k, g in enumerate(self.groups) for p in g}
+        self.weight = [sum(pi.seconds[p] for p in g) for g in self.groups]
+        self.alone = [dataclasses.replace(pb.alone(g[0]), committed_price=pi.committed_price) for g in self.groups]
+        self.caps = [np.array([device_bound(a, h) for h in types]) for a in self.alone]
+        self.cp = np.array([int(pi.committed_price[h] or 0) for h in types])
+        self.boxes: list[dict[tuple, Point]] = [{} for _ in self.groups]
+        self.work_used = 0.0
+        self.solves = 0
+        zero = tuple(0 for _ in types)
+        for k, g in enumerate(self.groups):  # over every level: the period at the lower prices;
+            if floors and floors[g[0]] is not None:  # at no committed device: at the higher ones
+                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(floors[g[0]]), None, 0.0, False)
+            if high and high[g[0]] is not None:
+                self.boxes[k][(zero, zero)] = Point(float(high[g[0]]), None, 0.0, False)
+
+    def clamp(self, k: int, lo: tuple, hi: tuple) -> tuple[tuple, tuple, float]:
+        """The box within the levels period k can use, and the committed price per second of
+        the levels beyond them (paid, never used)."""
+        cap = self.caps[k]
+        beyond = float(np.sum(self.cp * np.maximum(np.array(lo) - cap, 0)))
+        return (tuple(int(x) for x in np.minimum(lo, cap)), tuple(int(x) for x in np.minimum(hi, cap)), beyond)
+
+    def bound(self, k: int, lo: tuple, hi: tuple) -> float:
+        """A proven lower bound on B_k over [lo, hi]: the best solved box containing it."""
+        a, b, beyond = self.clamp(k, lo, hi)
+        best = 0.0
+        for (x, y), pt in self.boxes[k].items():
+            if all(i <= j for i, j in zip(x, a)) and all(i >= j for i, j in zip(y, b)):
+                best = max(best, pt.lb)
+        return best + beyond
+
+    def lower(self, lo: tuple, hi: tuple) -> float:
+        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it)."""
+        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)))
+
+    def lb(self, lo: tuple, hi: tuple) -> float:
+        return max(self.lower(lo, hi), self.corner(lo, hi))
+
+    def corner(self, lo: tuple, hi: tuple) -> float:
+        """The committed cost at lo plus each period's g at hi, g_k(C) >= B_k - cp.C >= B_k - cp.hi."""
+        pi = self.pi
+        fixed = sum(pi.horizon_s * int(pi.committed_price[h] or 0) * x for h, x in zip(self.types, lo))
+        g = 0.0
+        for k, w in enumerate(self.weight):
+            b = self.clamp(k, lo, hi)[1]
+            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.cp, b)))
+        return fixed + g
+
+    def needs(self, lo: tuple, hi: tuple, work: float) -> list[int]:
+        """The periods whose box is not solved, or unproven and solved with less work."""
+        out = []
+        for k in range(len(self.groups)):
+            a, b, _ = self.clamp(k, lo, hi)
+            pt = self.boxes[k].get((a, b))
+            if pt is None or (not pt.proven and pt.work < work):
+                out.append(k)
+        return out
+
+    def solve(self, lo: tuple, hi: tuple, work: float, deadline: float) -> None:
+        """Solve every period that `needs` it on the box, THREADS side by side (deterministic:
+        each solve is one sequential CP-SAT worker under a deterministic limit)."""
+        todo = self.needs(lo, hi, work)
+        boxes = [self.clamp(k, lo, hi)[:2] for k in todo]
+        with ThreadPoolExecutor(THREADS) as ex:
+            got = list(ex.map(lambda kb: self._solve_one(kb[0], kb[1], work, deadline), zip(todo, boxes)))
+        self.solves += len(todo)
+        for k, box, (pt, det) in zip(todo, boxes, got):
+            self.work_used += det
+            self.boxes[k][box] = pt
+
+    def counts(self, k: int, lo: tuple, hi: tuple) -> np.ndarray | None:
+        pt = self.boxes[k].get(self.clamp(k, lo, hi)[:2])
+        return None if pt is None else pt.counts
+
+    def _hint(self, k: int, box: tuple) -> np.ndarray | None:
+        mid = np.add(box[0], box[1]) / 2
+        near = [(float(np.abs(np.add(x, y) / 2 - mid).sum()), x, y) for (x, y), pt in self.boxes[k].items()
+                if pt.counts is not None]
+        return self.boxes[k][min(near)[1:]].counts if near else None
+
+    def _solve_one(self, k: int, box: tuple, work: float, deadline: float) -> tuple[Point, float]:
+        pm = PeriodModel(self.alone[k])
+        for h, a, b in zip(self.types, *box):
+            pm.m.add(pm.commit.committed[h] >= a)
+            pm.m.add(pm.commit.committed[h] <= b)
+        hint = self._hint(k, box)
+        if hint is not None:
+            for v, x in zip(pm.fms[0].v.n, hint):
+                pm.m.add_hint(v, int(x))
+        pm.m.minimize(self.cost_of(pm))
+        solver = make_solver(self.opts, deadline - time.perf_counter(), work)
+        status = solver.solve(pm.m)
+        check_status(status, pm.m)
+        det = float(solver.response_proto.deterministic_time)
+        if status == cp_model.INFEASIBLE:
+            return Point(math.inf, None, work, True), det
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return Point(0.0, None, work, False), det
+        counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
+        lb = float(math.ceil(solver.best_objective_bound - 1e-6))
+        return Point(lb, counts, work, status == cp_model.OPTIMAL), det
+
+
+@dataclass
+class Incumbent:
+    value: int  # the horizon's cost (objective units)
+    levels: dict[int, int]  # the committed level per termed type, the cheapest for its usage
+    counts: list[np.ndarray]  # [period]: instances per column
+
+
+def plan_cost(pi: PeriodInstance, types: list[int], counts: list[np.ndarray]) -> Incumbent | None:
+    """The cost of a plan (counts per period) as the model counts it, with each type's committed
+    level the cheapest for its usages (from 0 and the usages; none when it cannot be served)."""
+    secs = np.array(pi.seconds, dtype=np.int64)
+    n = np.array(counts, dtype=np.int64)
+    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
+    value = int(np.sum(secs * (n @ (pi.base.cost * plain))))
+    if pi.start_cost and pi.n_periods > 1:
+        value += int(np.sum(np.maximum(n[1:] - n[:-1], 0) @ pi.base.devices)) * pi.start_cost
+    levels = {}
+    for h in types:
+        usage = n @ (pi.base.devices * (pi.base.hw == h))
+        cp, op, top = pi.committed_price[h], pi.on_demand_price[h], pi.committed_supply[h]
+        options = [0] if cp is None else sorted({0, *map(int, usage)})
+        options = [c for c in options if top is None or c <= top]
+        costs = [None if op is None and int(usage.max()) > c else
+                 int(cp or 0) * pi.horizon_s * c + int(op or 0) * int(np.sum(secs * np.maximum(usage - c, 0)))
+                 for c in options]
+        if all(x is None for x in costs):
+            return None
+        best = min((x, c) for x, c in zip(costs, options) if x is not None)
+        value += best[0]
+        levels[h] = best[1]
+    return Incumbent(value, levels, [np.array(c) for c in counts])
+
+
+@dataclass
+class BoxResult:
+    best: Incumbent
+    bound: float  # a proven lower bound over every committed vector
+    boxes: int  # boxes popped
+    solves: int  # period solves
+    work: float  # their deterministic time
+
+
+@dataclass
+class BoxSearch:
+    pi: PeriodInstance
+    table: Table
+    opts: SolveOptions
+    deadline: float
+    leaf: object = None  # with a start cost: leaf(levels, counts, cut, work) -> (status, value, bound, counts, det)
+    best: Incumbent | None = None
+    floor: float = math.inf  # the least target a box was discarded under (gap stops)
+    heap: list = field(default_factory=list)
+    seq: int = 0
+    boxes: int = 0
+
+    def target(self) -> float:
+        """Boxes whose bound reaches this are discarded: the best cost (exact), or the best cost
+        less the accepted relative gap."""
+        if self.best is None:
+            return math.inf
+        if self.opts.relative_gap is None:
+            return float(self.best.value)
+        return float(math.ceil(self.best.value * (1 - self.opts.relative_gap)))
+
+    def evaluate(self, lo: tuple, hi: tuple, work: float) -> None:
+        self.table.solve(lo, hi, work, self.deadline)
+        counts = self.counts_at(lo, hi)
+        if all(x is not None for x in counts):
+            self.offer(counts)
+
+    def counts_at(self, lo: tuple, hi: tuple) -> list:
+        """Per period its plan on the box (None where none was found)."""
+        return [self.table.counts(self.table.key_of[p], lo, hi) for p in range(self.pi.n_periods)]
+
+    def offer(self, counts: list) -> None:
+        got = plan_cost(self.pi, self.table.types, counts)
+        if got is not None and (self.best is None or got.value < self.best.value):
+            self.best = got
+
+    def push(self, lo: tuple, hi: tuple) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (self.table.lb(lo, hi), self.seq, lo, hi))
+
+    def shrink(self, lo: tuple, hi: tuple) -> tuple | None:
+        """None when the box's bound reaches the target; else hi cut where the committed cost
+        reaches it: a level h above lo_h + (target - 1 - corner) / (H cp_h) has T >= target
+        (costs are integers)."""
+        pi, thr = self.pi, self.target()
+        for _ in range(3):
+            if self.table.lb(lo, hi) >= thr:
+                return None
+            if math.isinf(thr):
+                return hi
+            lb = self.table.corner(lo, hi)
+            new = []
+            for h, a, b in zip(self.table.types, lo, hi):
+                unit = pi.horizon_s * int(pi.committed_price[h] or 0)
+                new.append(b if unit == 0 else min(b, a + int((thr - 1 - lb) // unit)))
+            if tuple(new) == hi:
+                return hi
+            hi = tuple(new)
+            self.floor = min(self.floor, thr)  # the levels cut off cost at least the target
+        return hi
+
+    def step(self, lb: float, lo: tuple, hi: tuple) -> float | None:
+        """One popped box: discarded, re-pushed (with a solve or a split), or closed; returns a
+        bound it leaves open (a point out of work), else None."""
+        box = self.shrink(lo, hi)
+        if box is None:
+            self.floor = min(self.floor, self.target())
+            return None
+        shrunk, hi = box != hi, box
+        now = self.table.lb(lo, hi)
+        if now > lb or shrunk:
+            self.push(lo, hi)
+            return None
+        if self.table.needs(lo, hi, POINT_WORK):
+            self.evaluate(lo, hi, POINT_WORK)
+            self.push(lo, hi)
+            return None
+        if lo == hi and self.leaf is not None:
+            return self.close(hi, now)
+        if lo == hi:
+            works = [self.table.boxes[k][self.table.clamp(k, lo, hi)[:2]].work
+                     for k in self.table.needs(lo, hi, math.inf)]
+            if not works or min(works) >= MAX_POINT_WORK:
+                return now  # every period at its most work: the point stays open at its bound
+            self.evaluate(lo, hi, min(MAX_POINT_WORK, 2 * min(works)))
+            self.push(lo, hi)
+            return None
+        self.split(lo, hi)
+        return None
+
+    def close(self, c: tuple, lb: float) -> float | None:
+        """A single vector with a start cost: the model over periods with C fixed and cut below
+        the target (infeasible: T(c) >= target); returns the bound it leaves open."""
+        thr = self.target()
+        counts = self.counts_at(c, c)
+        status, value, bound, got, det = self.leaf(dict(zip(self.table.types, c)), counts, thr, LEAF_WORK)
+        self.table.work_used += det
+        if got is not None:
+            self.offer(got)
+        if status == cp_model.INFEASIBLE:
+            self.floor = min(self.floor, thr)
+            return None
+        if status == cp_model.OPTIMAL:
+            return None
+        return max(lb, min(bound, thr))
+
+    def split(self, lo: tuple, hi: tuple) -> None:
+        """Halve the coordinate of the widest committed cost (H cp_h x width)."""
+        pi = self.pi
+        width = [(pi.horizon_s * int(pi.committed_price[h] or 0) * (b - a), b - a, -i)
+                 for i, (h, a, b) in enumerate(zip(self.table.types, lo, hi))]
+        i = -max(width)[2]
+        mid = (lo[i] + hi[i]) // 2
+        self.push(lo, hi[:i] + (mid,) + hi[i + 1:])
+        self.push(lo[:i] + (mid + 1,) + lo[i + 1:], hi)
+
+    def run(self, lo: tuple, hi: tuple, budget: float) -> float:
+        """Best-first over boxes until every box is discarded or the work is spent; returns the
+        proven lower bound over all of them."""
+        self.push(lo, hi)
+        open_bound = math.inf
+        while self.heap:
+            lb, _, lo, hi = heapq.heappop(self.heap)
+            out_of_work = self.table.work_used >= budget or time.perf_counter() >= self.deadline
+            if out_of_work and lb < self.target():
+                open_bound = min(open_bound, lb)  # the least bound left: the heap is ordered
+                break
+            self.boxes += 1
+            left = self.step(lb, lo, hi)
+            if left is not None:
+                open_bound = min(open_bound, left)
+        best = math.inf if self.best is None else float(self.best.value)
+        return min(best, self.floor, open_bound)
+
+
+def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
+                 floors: tuple[list, list], cost_of, t0: float, leaf=None) -> BoxResult | None:
+    """The cheapest committed vector over `ranges` by boxes; `first` (the hinted levels) solved
+    first for an incumbent; `floors` per period proven bounds of its cost at the lower prices
+    (any level) and at the higher ones (no committed device); `leaf` (with a start cost) solves
+    the model over periods at one vector (`BoxSearch.close`)."""
+    types = sorted(ranges)
+    table = Table(pi, opts, cost_of, types, *floors)
+    search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
+    if first:
+        c = tuple(min(first[h], ranges[h][-1]) for h in types)
+        search.evaluate(c, c, POINT_WORK)
+    bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
+                       BOX_WORK_SHARE * opts.time_limit_s)
+    if search.best is None:
+        return None
+    return BoxResult(search.best, bound, search.boxes, table.solves, table.work_used)
