@@ -14,11 +14,20 @@ document costs by at most 1e-4 USD/h per instance).
 Every probe solve runs on one worker under CP-SAT's deterministic time (PROBE_WORK), so that
 its answer does not depend on machine load; the wall clock (`SearchBudget`, the record's
 `--record-seconds`) is only a safety net, and a probe that ends after it is discarded.
+
+The searches of one record share a `ProbeMemo`: a probe's answer depends only on its two
+fleet instances (the kept and the free table at the variant) and the options, so a probe posed
+again (a price that no column sees, e.g. a type whose every site overrides its price) is
+answered from the memo; and each service's own plan (solver/fleet/standalone.py), which both
+solves of a probe start from, is solved once per distinct sub-problem. The answers are the
+solves' (tests/decision/test_probe_memo.py); a probe answered from the memo still counts its
+two solves in the record's `solves`, as the budget does.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from fractions import Fraction
 
@@ -29,6 +38,7 @@ from solver.candidates.table import CandidateSet
 from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.repair import fits
 from solver.fleet.solve import SolveOptions, reach_plan, solve_primary
+from solver.fleet.standalone import Memo, instance_key
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
@@ -85,12 +95,34 @@ def regret_target(objective: str, kept: int) -> int:
     return math.ceil(Fraction(kept) / (1 + REGRET)) - 1
 
 
+class ProbeMemo:
+    """What the probes of one record share (between threads): the answers by the probe's two
+    instances, and the services' proven own plans (solver/fleet/standalone.py `Memo`)."""
+
+    def __init__(self) -> None:
+        self.alone = Memo()
+        self._answers: dict[tuple[bytes, bytes], bool] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def answer(self, key: tuple[bytes, bytes]) -> bool | None:
+        with self._lock:
+            got = self._answers.get(key)
+            self.hits += got is not None
+            return got
+
+    def keep(self, key: tuple[bytes, bytes], ok: bool) -> None:
+        with self._lock:
+            self._answers[key] = ok
+
+
 class Prober:
     """Probes of one problem against its winner's configurations, under one budget."""
 
     def __init__(self, rp: ResolvedProblem, cs: CandidateSet, kept: CandidateSet,
-                 opts: SolveOptions, budget: SearchBudget):
+                 opts: SolveOptions, budget: SearchBudget, memo: ProbeMemo | None = None):
         self.rp, self.cs, self.kept, self.budget = rp, cs, kept, budget
+        self.memo = ProbeMemo() if memo is None else memo
         self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
         self.plans = 0  # full plans made (the structures beyond the ends)
         # free plans found by earlier probes, by what makes a plan feasible apart from prices
@@ -107,15 +139,24 @@ class Prober:
         if not self.budget.take():
             return None
         full, kept = self._tables(variant)
+        mine_inst, free = build_instance(variant, kept), build_instance(variant, full)
+        key = (instance_key(mine_inst), instance_key(free))
+        ok = self.memo.answer(key)
+        if ok is None:
+            ok = self._answer(mine_inst, free)
+            if self.budget.late():
+                return None
+            self.memo.keep(key, ok)
+        return None if self.budget.late() else ok
+
+    def _answer(self, mine_inst: FleetInstance, free: FleetInstance) -> bool:
         opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(),
                                    presolve_iterations=PRESOLVE_ITERATIONS)
-        mine = solve_primary(build_instance(variant, kept), opts)
+        mine = solve_primary(mine_inst, opts, self.memo.alone)
         if mine.found:  # undecided (None): no plan REGRET better found within the probe's work
             target = regret_target(self.rp.problem.objective, mine.value)
-            ok = self.reaches(build_instance(variant, full), target, opts) is not True
-        else:
-            ok = not solve_primary(build_instance(variant, full), opts).found
-        return None if self.budget.late() else ok
+            return self.reaches(free, target, opts) is not True
+        return not solve_primary(free, opts, self.memo.alone).found
 
     def reaches(self, inst: FleetInstance, target: int, opts: SolveOptions) -> bool | None:
         """`reach_plan`, answered without a solve when a plan an earlier probe found is a plan
@@ -129,7 +170,7 @@ class Prober:
                         and fits(inst, counts)):
                     self.shortcuts += 1
                     return True
-        got, counts = reach_plan(inst, target, opts)
+        got, counts = reach_plan(inst, target, opts, self.memo.alone)
         if counts is not None:
             self.known.setdefault(key, []).append(counts)
         return got

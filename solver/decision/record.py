@@ -10,7 +10,7 @@ from solver.candidates.build import build_candidates
 from solver.decision.alternatives import fallback, runners_up
 from solver.decision.bands import plan_uncertainty
 from solver.decision.dimensions import choices
-from solver.decision.parallel import run_all
+from solver.decision.parallel import Pool
 from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity_search
 from solver.fleet.solve import SolveOptions
@@ -46,34 +46,34 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     record's independent searches (solver/decision/parallel.py; None: WORKERS, 1: one after the
     other; the record is the same)."""
     cs = build_candidates(rp)
-    # the homogeneous comparison (deterministic work) runs beside the record's searches when the
-    # replay keeps this plan (a re-solved plan gets its own from `plan`)
+    # the homogeneous comparison (deterministic work) runs beside the replay and the record's
+    # searches, and is kept when the replay keeps this plan (a re-solved plan gets its own from `plan`)
     first = doc = plan(rp, opts, timings, candidates=cs, compare=rp.horizon is not None)
-    first_cs = cs
     if rp.horizon is not None:
         # demand over time: the record's what-ifs would each re-plan every period; the plan's
         # `periods:` section carries its own validity (each committed level's growth margin)
         return doc
-    check = None
-    if replay and doc.status != "infeasible":
-        cs, doc, check = replay_and_correct(rp, cs, doc, opts, timings, replayer)
-    # the record's what-if solves get a shorter limit each (an unproven one says "feasible") and
-    # export no model: the exported one stays the main plan solve's
-    what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
-    # the what-ifs (one task: their solves are bounded by the wall clock, so they keep a core of
-    # their own) beside the validity intervals' searches (solver/decision/parallel.py)
-    searches, finish = validity_search(rp, cs, doc, what_if, max_solves, record_seconds)
+    with Pool(workers) as pool:
+        compared = pool.submit(lambda first_cs=cs: with_comparison(rp, first_cs, first, opts))
+        check = None
+        if replay and doc.status != "infeasible":
+            cs, doc, check = replay_and_correct(rp, cs, doc, opts, timings, replayer)
+        # the record's what-if solves get a shorter limit each (an unproven one says "feasible")
+        # and export no model: the exported one stays the main plan solve's
+        what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
+        searches, finish = validity_search(rp, cs, doc, what_if, max_solves, record_seconds)
 
-    def what_ifs() -> tuple:
-        return (runners_up(rp, cs, doc, what_if),
-                fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
-                choices(rp, cs, doc, what_if))
+        def what_ifs() -> tuple:
+            return (runners_up(rp, cs, doc, what_if),
+                    fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
+                    choices(rp, cs, doc, what_if))
 
-    compare = [lambda: with_comparison(rp, first_cs, first, opts)] if doc is first else []
-    done = run_all([what_ifs, *compare, *searches], workers)
-    (runners, fall, chosen), valid = done[0], finish(done[1 + len(compare):])
-    if compare:
-        doc = done[1]
+        # the what-ifs first (one task: their solves are bounded by the wall clock, so they keep
+        # a core of their own), then the validity intervals' sides (solver/decision/parallel.py)
+        done = pool.run([what_ifs, *searches])
+        (runners, fall, chosen), valid = done[0], finish(done[1:])
+        if doc is first:
+            doc = compared()
     record = DecisionRecord(
         uncertainty=plan_uncertainty(rp, doc), runners_up=runners, fallback=fall, validity=valid,
         input_sha256=input_sha256(rp), fleetplan_version=__version__, replay=check, choices=chosen,
