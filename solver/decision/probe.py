@@ -53,6 +53,14 @@ PROBE_WORK = 2.0
 # tie-break left unproven still names a cheapest plan: solver/fleet/solve.py)
 BEYOND_WORK = 2.0
 TIEBREAK_WORK = 1.0
+# a reach question's quick first try on a fleet over several sites: the shared model alone
+# (no own plans), where its LP often decides the question at once, while each service's own
+# plan over several sites is a hard sub-solve (multi-site's chat: 0.13-1.3 s of CPU each,
+# where a one-site service's takes ~0.02 s). Measured on the shipped problems
+# (benchmarks/plan_speed.md): multi-site's questions 10.7 -> 5.9 s of CPU at 0.05; on
+# three-services (one site) the try decided few and cost +1.3 to +2.7 s, so one-site fleets
+# skip it. An undecided try is followed by the full question.
+QUICK_WORK = 0.05
 # one presolve round: on these small models the second one cost 60% of a probe solve and
 # changed no optimum (benchmarks/plan_speed.md)
 PRESOLVE_ITERATIONS = 1
@@ -61,15 +69,21 @@ MIN_SOLVE_S = 0.05  # CP-SAT's smallest wall limit as solver/fleet/cpsat.py sets
 
 class SearchBudget:
     """At most `probes` probes; `seconds` of wall time as a safety net (`cut` once it fired), or
-    until `deadline` (time.perf_counter()) when given (budgets of searches run side by side)."""
+    until `deadline` (time.perf_counter()) when given (budgets of searches run side by side).
+    `abandon`: once set, the search stops as if cut (a search started before the plan it
+    searches around was final, whose results are then dropped: solver/decision/record.py)."""
 
-    def __init__(self, probes: int, seconds: float = 0.0, deadline: float | None = None):
+    def __init__(self, probes: int, seconds: float = 0.0, deadline: float | None = None,
+                 abandon: threading.Event | None = None):
         self.left = probes
         self.used = 0
         self.deadline = time.perf_counter() + seconds if deadline is None else deadline
         self.cut = False
+        self.abandon = abandon
 
     def take(self) -> bool:
+        if self.abandon is not None and self.abandon.is_set():
+            self.cut = True
         if self.cut or self.left <= 0:
             return False
         self.left -= 1
@@ -81,7 +95,7 @@ class SearchBudget:
 
     def late(self) -> bool:
         """The deadline passed (the last result may have been cut by it): stop for good."""
-        if time.perf_counter() > self.deadline:
+        if time.perf_counter() > self.deadline or (self.abandon is not None and self.abandon.is_set()):
             self.cut = True
         return self.cut
 
@@ -162,7 +176,10 @@ class Prober:
         """`reach_plan`, answered without a solve when a plan an earlier probe found is a plan
         here too and reaches `target` (min_cost; a price only changes costs and the budget, so
         a plan of another price with the same columns, capacities and demands stays one when
-        it keeps within the shared limits and the instance bounds)."""
+        it keeps within the shared limits and the instance bounds); then, over several sites,
+        the shared model alone under QUICK_WORK; the full question (own plans first) when that
+        is undecided. Each step answers only what it decides, so the answer is the full
+        question's when that decides (tests/fleet/test_reach_shortcuts.py)."""
         key = (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
         if inst.objective == "min_cost":
             for counts in self.known.get(key, ()):
@@ -170,7 +187,11 @@ class Prober:
                         and fits(inst, counts)):
                     self.shortcuts += 1
                     return True
-        got, counts = reach_plan(inst, target, opts, self.memo.alone)
+        got, counts = None, None
+        if inst.n_sites > 1:
+            got, counts = reach_plan(inst, target, opts.follow_up(primary_work=QUICK_WORK), own_plans=False)
+        if got is None:
+            got, counts = reach_plan(inst, target, opts, self.memo.alone)
         if counts is not None:
             self.known.setdefault(key, []).append(counts)
         return got

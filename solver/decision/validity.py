@@ -27,6 +27,7 @@ discarded, the search stops, the record says `cut_short` and every interval not 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -142,6 +143,13 @@ class _Spec:
                 lambda pr: _side(pr, self.variant(), STEPS_DOWN)]
 
 
+def _searched(spec: _Spec, pr: Prober) -> Interval:
+    """One interval searched by one prober, its up side then its down side (as the record's
+    search does one after the other)."""
+    up, down = (job(pr) for job in spec.jobs())
+    return _joined(spec.quantity, spec.unit, spec.current, up, down, spec.cap)
+
+
 class _Rebuilding(Prober):
     """Probes of an input that changes capacities (an acceptance or a hit rate): the candidate
     tables are built again for each probed value, the kept ones restricted to the winner's
@@ -251,8 +259,9 @@ class _Group:
     are searched again one after the other under what was left."""
 
     def __init__(self, make: Callable[[SearchBudget], Prober], probes: int, deadline: float,
-                 specs: list[_Spec]):
+                 specs: list[_Spec], abandon: threading.Event | None = None):
         self.make, self.probes, self.deadline, self.specs = make, probes, deadline, specs
+        self.abandon = abandon
         self.jobs = [job for spec in specs for job in spec.jobs()]
 
     def tasks(self) -> list[Callable[[], tuple[_Side, int, int, bool]]]:
@@ -260,7 +269,7 @@ class _Group:
 
     def _alone(self, job: Callable[[Prober], _Side]) -> tuple[_Side, int, int, bool]:
         """(the side, probes used, full plans made, the safety net fired)."""
-        pr = self.make(SearchBudget(self.probes, deadline=self.deadline))
+        pr = self.make(SearchBudget(self.probes, deadline=self.deadline, abandon=self.abandon))
         return job(pr), pr.budget.used, pr.plans, pr.budget.cut
 
     def _sides(self, results: list[tuple[_Side, int, int, bool]]) -> tuple[list[_Side], int, int, bool]:
@@ -269,7 +278,7 @@ class _Group:
         cut = False
         for k, (side, n, made, fired) in enumerate(results):
             if used + n > self.probes:
-                rest = self.make(SearchBudget(self.probes - used, deadline=self.deadline))
+                rest = self.make(SearchBudget(self.probes - used, deadline=self.deadline, abandon=self.abandon))
                 out += [job(rest) for job in self.jobs[k:]]
                 return out, used + rest.budget.used, plans + rest.plans, cut or rest.budget.cut
             out.append(side)
@@ -311,23 +320,25 @@ def _rate_specs(rp: ResolvedProblem) -> tuple[list[_Spec], list[_Spec]]:
 
 
 def validity_search(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
-                    max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS):
+                    max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS,
+                    abandon: threading.Event | None = None):
     """The validity search as independent tasks (one per side of each interval) and what makes
     the record's validity of their results (in the tasks' order): (tasks, finish). Run the tasks
     side by side or one after the other (solver/decision/parallel.py `run_all`): the validity
-    is the same. Every prober shares one memo of answered probes (solver/decision/probe.py)."""
+    is the same. Every prober shares one memo of answered probes (solver/decision/probe.py).
+    `abandon`: set it to stop the tasks early (their results are then meaningless)."""
     if winner.status == "infeasible":
         return [], lambda done: Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
     t0 = time.perf_counter()
     kept = only_configurations(cs, winner, rp)
     memo = ProbeMemo()
     prices = _Group(lambda b: Prober(rp, cs, kept, opts, b, memo), max_solves // 2, t0 + seconds,  # two solves a probe
-                    _price_specs(rp))
+                    _price_specs(rp), abandon)
     # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables),
     # and half the seconds again as their safety net
     acceptance, hit_rates = _rate_specs(rp)
     rates = _Group(lambda b: _Rebuilding(rp, winner, opts, b, memo), max_solves // 4, t0 + 1.5 * seconds,
-                   acceptance + hit_rates)
+                   acceptance + hit_rates, abandon)
 
     def finish(done: list) -> Validity:
         intervals, used, plans, cut = prices.settle(done[:len(prices.jobs)])

@@ -199,15 +199,18 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
 
 
 def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(),
-               memo: Memo | None = None) -> tuple[bool | None, np.ndarray | None]:
+               memo: Memo | None = None, own_plans: bool = True) -> tuple[bool | None, np.ndarray | None]:
     """`reaches`, and the instance counts of the plan it found (None when it found none); a
     question the services' own plans decide is answered without the shared model's solve
-    (`decided_by_standalone`: the same answer). `memo`: as `solve_primary`."""
+    (`decided_by_standalone`: the same answer). `memo`: as `solve_primary`. `own_plans=False`:
+    the shared model alone, without the own plans' hint and cuts (a quick first try: where
+    its LP already excludes the target, the own plans cost more than the whole question)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
-    got = decided_by_standalone(inst, _use_standalone(fm, opts, memo), target)
-    if got[0] is not None:
-        return got
+    if own_plans:
+        got = decided_by_standalone(inst, _use_standalone(fm, opts, memo), target)
+        if got[0] is not None:
+            return got
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
     left = opts.time_limit_s - (time.perf_counter() - t0)

@@ -1,9 +1,12 @@
 """The what-if probes' shortcuts in the fleet layer: a reach question that the services' own
-plans decide (solver/fleet/solve.py `decided_by_standalone`) gets the answer the shared model's
-solve gives, and the memo of proven own plans (solver/fleet/standalone.py `Memo`) gives back
+plans decide (solver/fleet/solve.py `decided_by_standalone`), or that the shared model alone
+decides within little work (`reach_plan(own_plans=False)`), gets the answer the full
+question gives, and the memo of proven own plans (solver/fleet/standalone.py `Memo`) gives back
 what solving again gives."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -60,7 +63,7 @@ def _truth(inst, target) -> bool:
 def test_shortcut_answers_equal_the_brute_force_on_generated_instances():
     """Around each generated instance's optimum (brute force), every answer the own plans give
     and every reach_plan answer equal the enumeration's; some of each kind occur."""
-    kinds = {"decided": 0, "solved": 0}
+    kinds = {"decided": 0, "solved": 0, "quick": 0}
 
     @settings(max_examples=40, deadline=None, derandomize=True, database=None,
               suppress_health_check=[HealthCheck.too_slow])
@@ -83,9 +86,14 @@ def test_shortcut_answers_equal_the_brute_force_on_generated_instances():
             answer = reach_plan(inst, target, OPTS)[0]
             kinds["solved"] += 1
             assert answer is truth
+            # the probes' quick first try (the shared model alone, little work): when it
+            # decides, the same answer
+            quick = reach_plan(inst, target, dataclasses.replace(OPTS, primary_work=0.05), own_plans=False)[0]
+            assert quick is None or quick is truth
+            kinds["quick"] += quick is not None
 
     check()
-    assert kinds["decided"] > 0 and kinds["solved"] > 20, kinds
+    assert kinds["decided"] > 0 and kinds["solved"] > 20 and kinds["quick"] > 20, kinds
 
 
 def test_memo_gives_back_the_solved_own_plans():
