@@ -54,10 +54,16 @@ class Pool:
 
         return result
 
-    def run(self, tasks: Sequence[Callable[[], T]]) -> list[T]:
-        """Each task's result, in the order of `tasks` (started in that order)."""
-        getters = [self.submit(t) for t in tasks]
-        return [g() for g in getters]
+    def start(self, tasks: Sequence[Callable[[], T]], order: Sequence[int] | None = None) -> list[Callable[[], T]]:
+        """Submit `tasks` in `order` (indices; None: as given): their getters, in the order of `tasks`."""
+        getters: list = [None] * len(tasks)
+        for k in (range(len(tasks)) if order is None else order):
+            getters[k] = self.submit(tasks[k])
+        return getters
+
+    def run(self, tasks: Sequence[Callable[[], T]], order: Sequence[int] | None = None) -> list[T]:
+        """Each task's result, in the order of `tasks` (started in `order`)."""
+        return [g() for g in self.start(tasks, order)]
 
     def __enter__(self) -> Pool:
         return self
