@@ -115,6 +115,10 @@ class ProbeMemo:
 
     def __init__(self) -> None:
         self.alone = Memo()
+        # free plans found by any probe, by what makes a plan feasible apart from prices (the
+        # known-plan shortcut, `Prober.reaches`); which ones a probe sees can depend on the
+        # threads' timing, never its answer (a plan found is a plan)
+        self.known: dict[tuple, list[np.ndarray]] = {}
         self._answers: dict[tuple[bytes, bytes], bool] = {}
         self._lock = threading.Lock()
         self.hits = 0
@@ -139,8 +143,8 @@ class Prober:
         self.memo = ProbeMemo() if memo is None else memo
         self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
         self.plans = 0  # full plans made (the structures beyond the ends)
-        # free plans found by earlier probes, by what makes a plan feasible apart from prices
-        self.known: dict[tuple, list[np.ndarray]] = {}
+        # free plans found by earlier probes of the record (shared: ProbeMemo.known)
+        self.known = self.memo.known
         self.shortcuts = 0  # probes a known plan answered (no CP-SAT solve)
 
     def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
@@ -182,7 +186,7 @@ class Prober:
         question's when that decides (tests/fleet/test_reach_shortcuts.py)."""
         key = (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
         if inst.objective == "min_cost":
-            for counts in self.known.get(key, ()):
+            for counts in list(self.known.get(key, ())):
                 if (int((counts * inst.cost).sum()) <= target and bool((counts <= inst.ub).all())
                         and fits(inst, counts)):
                     self.shortcuts += 1
@@ -193,7 +197,8 @@ class Prober:
         if got is None:
             got, counts = reach_plan(inst, target, opts, self.memo.alone)
         if counts is not None:
-            self.known.setdefault(key, []).append(counts)
+            with self.memo._lock:
+                self.known.setdefault(key, []).append(counts)
         return got
 
     def best_plan(self, variant: ResolvedProblem) -> PlanResult | None:
