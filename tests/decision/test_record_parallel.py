@@ -54,8 +54,10 @@ def test_start_order_is_the_what_ifs_then_up_sides_then_down_sides():
     from solver.decision.record import _start_order
 
     # what-ifs, then (up, down) per interval: demand, price a, price b
-    assert _start_order(7) == [0, 1, 3, 5, 2, 4, 6]
-    assert _start_order(1) == [0]
+    assert _start_order(7, demand=True) == [0, 3, 5, 1, 4, 6, 2]
+    # max_throughput: no demand interval, prices a, b, c
+    assert _start_order(7, demand=False) == [0, 1, 3, 5, 2, 4, 6]
+    assert _start_order(1, demand=True) == [0]
 
 
 def test_validity_side_by_side_equals_one_after_the_other():
