@@ -14,11 +14,20 @@ document costs by at most 1e-4 USD/h per instance).
 Every probe solve runs on one worker under CP-SAT's deterministic time (PROBE_WORK), so that
 its answer does not depend on machine load; the wall clock (`SearchBudget`, the record's
 `--record-seconds`) is only a safety net, and a probe that ends after it is discarded.
+
+The searches of one record share a `ProbeMemo`: a probe's answer depends only on its two
+fleet instances (the kept and the free table at the variant) and the options, so a probe posed
+again (a price that no column sees, e.g. a type whose every site overrides its price) is
+answered from the memo; and each service's own plan (solver/fleet/standalone.py), which both
+solves of a probe start from, is solved once per distinct sub-problem. The answers are the
+solves' (tests/decision/test_probe_memo.py); a probe answered from the memo still counts its
+two solves in the record's `solves`, as the budget does.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from fractions import Fraction
 
@@ -29,6 +38,7 @@ from solver.candidates.table import CandidateSet
 from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.repair import fits
 from solver.fleet.solve import SolveOptions, reach_plan, solve_primary
+from solver.fleet.standalone import Memo, instance_key
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
@@ -43,6 +53,14 @@ PROBE_WORK = 2.0
 # tie-break left unproven still names a cheapest plan: solver/fleet/solve.py)
 BEYOND_WORK = 2.0
 TIEBREAK_WORK = 1.0
+# a reach question's quick first try on a fleet over several sites: the shared model alone
+# (no own plans), where its LP often decides the question at once, while each service's own
+# plan over several sites is a hard sub-solve (multi-site's chat: 0.13-1.3 s of CPU each,
+# where a one-site service's takes ~0.02 s). Measured on the shipped problems
+# (benchmarks/plan_speed.md): multi-site's questions 10.7 -> 5.9 s of CPU at 0.05; on
+# three-services (one site) the try decided few and cost +1.3 to +2.7 s, so one-site fleets
+# skip it. An undecided try is followed by the full question.
+QUICK_WORK = 0.05
 # one presolve round: on these small models the second one cost 60% of a probe solve and
 # changed no optimum (benchmarks/plan_speed.md)
 PRESOLVE_ITERATIONS = 1
@@ -51,15 +69,21 @@ MIN_SOLVE_S = 0.05  # CP-SAT's smallest wall limit as solver/fleet/cpsat.py sets
 
 class SearchBudget:
     """At most `probes` probes; `seconds` of wall time as a safety net (`cut` once it fired), or
-    until `deadline` (time.perf_counter()) when given (budgets of searches run side by side)."""
+    until `deadline` (time.perf_counter()) when given (budgets of searches run side by side).
+    `abandon`: once set, the search stops as if cut (a search started before the plan it
+    searches around was final, whose results are then dropped: solver/decision/record.py)."""
 
-    def __init__(self, probes: int, seconds: float = 0.0, deadline: float | None = None):
+    def __init__(self, probes: int, seconds: float = 0.0, deadline: float | None = None,
+                 abandon: threading.Event | None = None):
         self.left = probes
         self.used = 0
         self.deadline = time.perf_counter() + seconds if deadline is None else deadline
         self.cut = False
+        self.abandon = abandon
 
     def take(self) -> bool:
+        if self.abandon is not None and self.abandon.is_set():
+            self.cut = True
         if self.cut or self.left <= 0:
             return False
         self.left -= 1
@@ -71,7 +95,7 @@ class SearchBudget:
 
     def late(self) -> bool:
         """The deadline passed (the last result may have been cut by it): stop for good."""
-        if time.perf_counter() > self.deadline:
+        if time.perf_counter() > self.deadline or (self.abandon is not None and self.abandon.is_set()):
             self.cut = True
         return self.cut
 
@@ -85,16 +109,42 @@ def regret_target(objective: str, kept: int) -> int:
     return math.ceil(Fraction(kept) / (1 + REGRET)) - 1
 
 
+class ProbeMemo:
+    """What the probes of one record share (between threads): the answers by the probe's two
+    instances, and the services' proven own plans (solver/fleet/standalone.py `Memo`)."""
+
+    def __init__(self) -> None:
+        self.alone = Memo()
+        # free plans found by any probe, by what makes a plan feasible apart from prices (the
+        # known-plan shortcut, `Prober.reaches`); which ones a probe sees can depend on the
+        # threads' timing, never its answer (a plan found is a plan)
+        self.known: dict[tuple, list[np.ndarray]] = {}
+        self._answers: dict[tuple[bytes, bytes], bool] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+
+    def answer(self, key: tuple[bytes, bytes]) -> bool | None:
+        with self._lock:
+            got = self._answers.get(key)
+            self.hits += got is not None
+            return got
+
+    def keep(self, key: tuple[bytes, bytes], ok: bool) -> None:
+        with self._lock:
+            self._answers[key] = ok
+
+
 class Prober:
     """Probes of one problem against its winner's configurations, under one budget."""
 
     def __init__(self, rp: ResolvedProblem, cs: CandidateSet, kept: CandidateSet,
-                 opts: SolveOptions, budget: SearchBudget):
+                 opts: SolveOptions, budget: SearchBudget, memo: ProbeMemo | None = None):
         self.rp, self.cs, self.kept, self.budget = rp, cs, kept, budget
+        self.memo = ProbeMemo() if memo is None else memo
         self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
         self.plans = 0  # full plans made (the structures beyond the ends)
-        # free plans found by earlier probes, by what makes a plan feasible apart from prices
-        self.known: dict[tuple, list[np.ndarray]] = {}
+        # free plans found by earlier probes of the record (shared: ProbeMemo.known)
+        self.known = self.memo.known
         self.shortcuts = 0  # probes a known plan answered (no CP-SAT solve)
 
     def _tables(self, variant: ResolvedProblem) -> tuple[CandidateSet, CandidateSet]:
@@ -107,31 +157,48 @@ class Prober:
         if not self.budget.take():
             return None
         full, kept = self._tables(variant)
+        mine_inst, free = build_instance(variant, kept), build_instance(variant, full)
+        key = (instance_key(mine_inst), instance_key(free))
+        ok = self.memo.answer(key)
+        if ok is None:
+            ok = self._answer(mine_inst, free)
+            if self.budget.late():
+                return None
+            self.memo.keep(key, ok)
+        return None if self.budget.late() else ok
+
+    def _answer(self, mine_inst: FleetInstance, free: FleetInstance) -> bool:
         opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(),
                                    presolve_iterations=PRESOLVE_ITERATIONS)
-        mine = solve_primary(build_instance(variant, kept), opts)
+        mine = solve_primary(mine_inst, opts, self.memo.alone)
         if mine.found:  # undecided (None): no plan REGRET better found within the probe's work
             target = regret_target(self.rp.problem.objective, mine.value)
-            ok = self.reaches(build_instance(variant, full), target, opts) is not True
-        else:
-            ok = not solve_primary(build_instance(variant, full), opts).found
-        return None if self.budget.late() else ok
+            return self.reaches(free, target, opts) is not True
+        return not solve_primary(free, opts, self.memo.alone).found
 
     def reaches(self, inst: FleetInstance, target: int, opts: SolveOptions) -> bool | None:
         """`reach_plan`, answered without a solve when a plan an earlier probe found is a plan
         here too and reaches `target` (min_cost; a price only changes costs and the budget, so
         a plan of another price with the same columns, capacities and demands stays one when
-        it keeps within the shared limits and the instance bounds)."""
+        it keeps within the shared limits and the instance bounds); then, over several sites,
+        the shared model alone under QUICK_WORK; the full question (own plans first) when that
+        is undecided. Each step answers only what it decides, so the answer is the full
+        question's when that decides (tests/fleet/test_reach_shortcuts.py)."""
         key = (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
         if inst.objective == "min_cost":
-            for counts in self.known.get(key, ()):
+            for counts in list(self.known.get(key, ())):
                 if (int((counts * inst.cost).sum()) <= target and bool((counts <= inst.ub).all())
                         and fits(inst, counts)):
                     self.shortcuts += 1
                     return True
-        got, counts = reach_plan(inst, target, opts)
+        got, counts = None, None
+        if inst.n_sites > 1:
+            got, counts = reach_plan(inst, target, opts.follow_up(primary_work=QUICK_WORK), own_plans=False)
+        if got is None:
+            got, counts = reach_plan(inst, target, opts, self.memo.alone)
         if counts is not None:
-            self.known.setdefault(key, []).append(counts)
+            with self.memo._lock:
+                self.known.setdefault(key, []).append(counts)
         return got
 
     def best_plan(self, variant: ResolvedProblem) -> PlanResult | None:

@@ -27,15 +27,17 @@ discarded, the search stops, the record says `cut_short` and every interval not 
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
 from solver.decision.alternatives import only_configurations, pools_summary
 from solver.decision.dimensions import shared_share, with_acceptance, with_hit_rate
 from solver.decision.parallel import run_all
-from solver.decision.probe import PROBE_WORK, Prober, SearchBudget
+from solver.decision.probe import PROBE_WORK, ProbeMemo, Prober, SearchBudget
 from solver.fleet.solve import SolveOptions
 from solver.plan.assumptions import REMEASURE_AFTER_DAYS
 from solver.problem.load import ResolvedProblem, derive
@@ -81,22 +83,71 @@ def _edge(ask, steps) -> tuple[float, float | None, bool, bool]:
     return lo, hi, False, False
 
 
-def _interval(quantity: str, unit: str, current: float, pr: Prober, variant) -> Interval:
-    """One interval: step out and bisect on each side, then plan the structure beyond each end."""
+@dataclass(frozen=True)
+class _Side:
+    """One side of an interval, searched by itself: the furthest factor where the plan holds,
+    the nearest where it does not (None), the end is a search limit, nothing was answered, the
+    probes it took, the plan just beyond the end (its summary) and the safety net fired."""
+
+    end: float
+    beyond: float | None
+    limit: bool
+    none: bool
+    probes: int
+    beyond_plan: str | None
+    cut: bool
+
+
+def _side(pr: Prober, variant, steps) -> _Side:
+    """Step out and bisect on one side, then plan the structure beyond its end. The two sides
+    of an interval are independent searches (run side by side: solver/decision/parallel.py);
+    one after the other, the up side's probes come first, as the budget counts them."""
     used = pr.budget.used
-    up, above, up_limit, up_none = _edge(lambda f: pr.holds(variant(f)), STEPS_UP)
-    down, below, down_limit, down_none = _edge(lambda f: pr.holds(variant(f)), STEPS_DOWN)
+    end, beyond, limit, none = _edge(lambda f: pr.holds(variant(f)), steps)
     probes = pr.budget.used - used
-    above_doc = pr.best_plan(variant(above)) if above is not None else None
-    below_doc = pr.best_plan(variant(below)) if below is not None else None
-    return Interval(
+    doc = pr.best_plan(variant(beyond)) if beyond is not None else None
+    return _Side(end, beyond, limit, none, probes, pools_summary(doc) if doc is not None else None,
+                 pr.budget.cut)
+
+
+def _joined(quantity: str, unit: str, current: float, up: _Side, down: _Side,
+            cap: float | None = None) -> Interval:
+    """The interval of its two sides (`cap`: the quantity's largest value, an end there a
+    search limit)."""
+    i = Interval(
         quantity=quantity, unit=unit, current=current,
-        low=round(current * down, 6), high=round(current * up, 6),
-        low_is_search_limit=down_limit, high_is_search_limit=up_limit,
-        below=pools_summary(below_doc) if below_doc is not None else None,
-        above=pools_summary(above_doc) if above_doc is not None else None,
-        probes=probes, partial=pr.budget.cut, low_not_computed=down_none, high_not_computed=up_none,
+        low=round(current * down.end, 6), high=round(current * up.end, 6),
+        low_is_search_limit=down.limit, high_is_search_limit=up.limit,
+        below=down.beyond_plan, above=up.beyond_plan,
+        probes=up.probes + down.probes, partial=up.cut or down.cut,
+        low_not_computed=down.none, high_not_computed=up.none,
     )
+    if cap is not None and i.high >= cap:
+        i = i.model_copy(update={"high": cap, "high_is_search_limit": True})
+    return i
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """An interval to search: what it names, and the problem at factor f of its value (a fresh
+    `variant` per side: _values); `cap`: the quantity's largest value (rates)."""
+
+    quantity: str
+    unit: str
+    current: float
+    variant: Callable[[], Callable[[float], ResolvedProblem]]
+    cap: float | None = None
+
+    def jobs(self) -> list[Callable[[Prober], _Side]]:
+        return [lambda pr: _side(pr, self.variant(), STEPS_UP),
+                lambda pr: _side(pr, self.variant(), STEPS_DOWN)]
+
+
+def _searched(spec: _Spec, pr: Prober) -> Interval:
+    """One interval searched by one prober, its up side then its down side (as the record's
+    search does one after the other)."""
+    up, down = (job(pr) for job in spec.jobs())
+    return _joined(spec.quantity, spec.unit, spec.current, up, down, spec.cap)
 
 
 class _Rebuilding(Prober):
@@ -104,8 +155,9 @@ class _Rebuilding(Prober):
     tables are built again for each probed value, the kept ones restricted to the winner's
     configurations; a value probed twice (clamped to its cap) is answered once."""
 
-    def __init__(self, rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions, budget: SearchBudget):
-        super().__init__(rp, None, None, opts, budget)  # type: ignore[arg-type]
+    def __init__(self, rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions, budget: SearchBudget,
+                 memo: ProbeMemo | None = None):
+        super().__init__(rp, None, None, opts, budget, memo)  # type: ignore[arg-type]
         self.winner = winner
         self._built: tuple[ResolvedProblem, CandidateSet, CandidateSet] | None = None
         self._seen: dict[int, tuple[ResolvedProblem, bool]] = {}  # by identity; holds the variant
@@ -139,31 +191,25 @@ def _values(current: float, cap: float, at: Callable[[float], ResolvedProblem]):
     return variant
 
 
-def _rebuilt_interval(quantity: str, unit: str, current: float, cap: float, pr: _Rebuilding,
-                      at: Callable[[float], ResolvedProblem]) -> Interval:
-    i = _interval(quantity, unit, current, pr, _values(current, cap, at))
-    if i.high >= cap:
-        i = i.model_copy(update={"high": cap, "high_is_search_limit": True})
-    return i
-
-
-def _acceptance_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+def _acceptance_spec(rp: ResolvedProblem, si: int) -> _Spec:
     """Service si's acceptance rate (at most 1)."""
     s = rp.problem.services[si]
-    return _rebuilt_interval(f"acceptance rate of '{s.name}' ({s.speculative.method})", "acceptance",
-                             s.speculative.acceptance_rate, 1.0, pr, lambda x: with_acceptance(rp, si, x))
+    a = s.speculative.acceptance_rate
+    return _Spec(f"acceptance rate of '{s.name}' ({s.speculative.method})", "acceptance", a,
+                 lambda: _values(a, 1.0, lambda x: with_acceptance(rp, si, x)), cap=1.0)
 
 
-def _hit_rate_interval(rp: ResolvedProblem, si: int, pr: _Rebuilding) -> Interval:
+def _hit_rate_spec(rp: ResolvedProblem, si: int) -> _Spec:
     """Service si's prefix-cache hit rate (at most MAX_HIT_RATE); a shared prefix as the share
     of the mean prompt it covers, varied by changing its length (dimensions.py `with_hit_rate`)."""
     s = rp.problem.services[si]
     pc = s.workload.prefix_cache
     if pc.shared_prefix_tokens is not None:
-        return _rebuilt_interval(f"prefix hit rate of '{s.name}' (its shared prefix / the mean prompt)", "hit rate",
-                                 round(shared_share(rp, si), 6), MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
-    return _rebuilt_interval(f"prefix hit rate of '{s.name}'", "hit rate", pc.hit_rate,
-                             MAX_HIT_RATE, pr, lambda x: with_hit_rate(rp, si, x))
+        what, current = f"prefix hit rate of '{s.name}' (its shared prefix / the mean prompt)", round(shared_share(rp, si), 6)
+    else:
+        what, current = f"prefix hit rate of '{s.name}'", pc.hit_rate
+    return _Spec(what, "hit rate", current,
+                 lambda: _values(current, MAX_HIT_RATE, lambda x: with_hit_rate(rp, si, x)), cap=MAX_HIT_RATE)
 
 
 def remeasure(doc: PlanResult) -> list[Remeasure]:
@@ -205,82 +251,94 @@ def remeasure(doc: PlanResult) -> list[Remeasure]:
 
 
 class _Group:
-    """Intervals searched under one probe budget (`probes`), as one after the other would: each is
-    first searched alone under the whole budget (side by side: solver/decision/parallel.py); in
-    the record's order, those that fit into what the ones before them left keep their answers
-    (a probe's answer does not depend on what ran before it), and from the first that does not,
-    the rest are searched again one after the other under what was left."""
+    """Interval sides searched under one probe budget (`probes`), as one after the other would:
+    each side is first searched alone under the whole budget (side by side:
+    solver/decision/parallel.py); in the record's order (each interval's up side, then its down
+    side), those that fit into what the ones before them left keep their answers (a probe's
+    answer does not depend on what ran before it), and from the first that does not, the rest
+    are searched again one after the other under what was left."""
 
     def __init__(self, make: Callable[[SearchBudget], Prober], probes: int, deadline: float,
-                 jobs: list[Callable[[Prober], Interval]]):
-        self.make, self.probes, self.deadline, self.jobs = make, probes, deadline, jobs
+                 specs: list[_Spec], abandon: threading.Event | None = None):
+        self.make, self.probes, self.deadline, self.specs = make, probes, deadline, specs
+        self.abandon = abandon
+        self.jobs = [job for spec in specs for job in spec.jobs()]
 
-    def tasks(self) -> list[Callable[[], tuple[Interval, int, int, bool]]]:
+    def tasks(self) -> list[Callable[[], tuple[_Side, int, int, bool]]]:
         return [lambda job=job: self._alone(job) for job in self.jobs]
 
-    def _alone(self, job: Callable[[Prober], Interval]) -> tuple[Interval, int, int, bool]:
-        """(the interval, probes used, full plans made, the safety net fired)."""
-        pr = self.make(SearchBudget(self.probes, deadline=self.deadline))
+    def _alone(self, job: Callable[[Prober], _Side]) -> tuple[_Side, int, int, bool]:
+        """(the side, probes used, full plans made, the safety net fired)."""
+        pr = self.make(SearchBudget(self.probes, deadline=self.deadline, abandon=self.abandon))
         return job(pr), pr.budget.used, pr.plans, pr.budget.cut
 
-    def settle(self, results: list[tuple[Interval, int, int, bool]]) -> tuple[list[Interval], int, int, bool]:
-        """(the intervals, probes used, full plans made, the safety net fired)."""
-        out: list[Interval] = []
+    def _sides(self, results: list[tuple[_Side, int, int, bool]]) -> tuple[list[_Side], int, int, bool]:
+        out: list[_Side] = []
         used = plans = 0
         cut = False
-        for k, (interval, n, made, fired) in enumerate(results):
+        for k, (side, n, made, fired) in enumerate(results):
             if used + n > self.probes:
-                rest = self.make(SearchBudget(self.probes - used, deadline=self.deadline))
+                rest = self.make(SearchBudget(self.probes - used, deadline=self.deadline, abandon=self.abandon))
                 out += [job(rest) for job in self.jobs[k:]]
                 return out, used + rest.budget.used, plans + rest.plans, cut or rest.budget.cut
-            out.append(interval)
+            out.append(side)
             used, plans, cut = used + n, plans + made, cut or fired
         return out, used, plans, cut
 
+    def settle(self, results: list[tuple[_Side, int, int, bool]]) -> tuple[list[Interval], int, int, bool]:
+        """(the intervals, probes used, full plans made, the safety net fired)."""
+        sides, used, plans, cut = self._sides(results)
+        intervals = [_joined(spec.quantity, spec.unit, spec.current, sides[2 * k], sides[2 * k + 1], spec.cap)
+                     for k, spec in enumerate(self.specs)]
+        return intervals, used, plans, cut
 
-def _price_jobs(rp: ResolvedProblem) -> list[Callable[[Prober], Interval]]:
+
+def _price_specs(rp: ResolvedProblem) -> list[_Spec]:
     """The demand interval (min_cost) and one per rented device type's price, in the record's order."""
-    jobs: list[Callable[[Prober], Interval]] = []
+    specs: list[_Spec] = []
     if rp.problem.objective == "min_cost":
-        jobs.append(lambda pr: _interval("demand (multiple of every service's qps)", "x", 1.0, pr,
-                                         lambda f: derive(rp, demand_scale=f)))
+        specs.append(_Spec("demand (multiple of every service's qps)", "x", 1.0,
+                           lambda: lambda f: derive(rp, demand_scale=f)))
     for name, current in zip(rp.hardware_names, rp.prices):
         if current <= 0:  # an owned type without rent (`cost:`): no rental price to vary
             continue
-        jobs.append(lambda pr, name=name, current=current: _interval(
-            f"price of {name}", "USD/device-hour", current, pr,
-            lambda f: derive(rp, prices={name: current * f})))
-    return jobs
+        specs.append(_Spec(f"price of {name}", "USD/device-hour", current,
+                           lambda name=name, current=current: lambda f: derive(rp, prices={name: current * f})))
+    return specs
 
 
-def _rate_jobs(rp: ResolvedProblem) -> tuple[list, list]:
-    """The acceptance-rate and hit-rate intervals' searches (services that have them)."""
+def _rate_specs(rp: ResolvedProblem) -> tuple[list[_Spec], list[_Spec]]:
+    """The acceptance-rate and hit-rate intervals (services that have them)."""
     acceptance, hit_rates = [], []
     for si, s in enumerate(rp.problem.services):
         if s.speculative is not None:
-            acceptance.append(lambda pr, si=si: _acceptance_interval(rp, si, pr))
+            acceptance.append(_acceptance_spec(rp, si))
         pc = s.workload.prefix_cache
         if pc is not None and (pc.shared_prefix_tokens is not None or pc.hit_rate):
-            hit_rates.append(lambda pr, si=si: _hit_rate_interval(rp, si, pr))
+            hit_rates.append(_hit_rate_spec(rp, si))
     return acceptance, hit_rates
 
 
 def validity_search(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, opts: SolveOptions,
-                    max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS):
-    """The validity search as independent tasks and what makes the record's validity of their
-    results (in the tasks' order): (tasks, finish). Run the tasks side by side or one after the
-    other (solver/decision/parallel.py `run_all`): the validity is the same."""
+                    max_solves: int = MAX_SOLVES, seconds: float = MAX_SECONDS,
+                    abandon: threading.Event | None = None):
+    """The validity search as independent tasks (one per side of each interval) and what makes
+    the record's validity of their results (in the tasks' order): (tasks, finish). Run the tasks
+    side by side or one after the other (solver/decision/parallel.py `run_all`): the validity
+    is the same. Every prober shares one memo of answered probes (solver/decision/probe.py).
+    `abandon`: set it to stop the tasks early (their results are then meaningless)."""
     if winner.status == "infeasible":
         return [], lambda done: Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)
     t0 = time.perf_counter()
     kept = only_configurations(cs, winner, rp)
-    prices = _Group(lambda b: Prober(rp, cs, kept, opts, b), max_solves // 2, t0 + seconds,  # two solves a probe
-                    _price_jobs(rp))
+    memo = ProbeMemo()
+    prices = _Group(lambda b: Prober(rp, cs, kept, opts, b, memo), max_solves // 2, t0 + seconds,  # two solves a probe
+                    _price_specs(rp), abandon)
     # acceptance and hit rates: a budget of their own (each probe rebuilds the candidate tables),
     # and half the seconds again as their safety net
-    acceptance, hit_rates = _rate_jobs(rp)
-    rates = _Group(lambda b: _Rebuilding(rp, winner, opts, b), max_solves // 4, t0 + 1.5 * seconds,
-                   acceptance + hit_rates)
+    acceptance, hit_rates = _rate_specs(rp)
+    rates = _Group(lambda b: _Rebuilding(rp, winner, opts, b, memo), max_solves // 4, t0 + 1.5 * seconds,
+                   acceptance + hit_rates, abandon)
 
     def finish(done: list) -> Validity:
         intervals, used, plans, cut = prices.settle(done[:len(prices.jobs)])

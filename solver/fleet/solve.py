@@ -31,8 +31,8 @@ from solver.fleet.instance import FleetInstance
 from solver.fleet.model import FleetModel
 from solver.fleet.objective import ObjectiveStage, scale_ceiling, service_cost_floor, stages
 from solver.fleet.options import SolveOptions
-from solver.fleet.repair import repaired
-from solver.fleet.standalone import standalone
+from solver.fleet.repair import fits, repaired
+from solver.fleet.standalone import Memo, Standalone, standalone
 from solver.fleet.status import SolveStatus, found
 
 
@@ -79,13 +79,14 @@ def _read_values(fm: FleetModel, solver: cp_model.CpSolver) -> _Values:
     )
 
 
-def _use_standalone(fm: FleetModel, opts: SolveOptions) -> None:
-    """Hint the services' own plans (min_cost) and bound the objective by their optima."""
+def _use_standalone(fm: FleetModel, opts: SolveOptions, memo: Memo | None = None) -> Standalone | None:
+    """Hint the services' own plans (min_cost) and bound the objective by their optima (what
+    it found, for the caller; `memo`: solver/fleet/standalone.py)."""
     inst = fm.inst
     limit = max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1)))
-    alone = standalone(inst, opts, limit)
+    alone = standalone(inst, opts, limit, memo)
     if alone is None:
-        return
+        return None
     if alone.counts is not None and inst.objective == "min_cost":
         hint = repaired(inst, alone.counts, opts, limit) if opts.repair_hint else alone.counts
         for v, x in zip(fm.v.n, hint):
@@ -97,6 +98,29 @@ def _use_standalone(fm: FleetModel, opts: SolveOptions) -> None:
             scale_ceiling(fm, int(math.floor(b + 1e-6)))
         else:
             service_cost_floor(fm, s, int(math.ceil(b - 1e-6)))
+    return alone
+
+
+def decided_by_standalone(inst: FleetInstance, alone: Standalone | None,
+                          target: int) -> tuple[bool | None, np.ndarray | None]:
+    """What the services' own plans alone say about `reaches(inst, target)`, as the model with
+    their cuts (`_use_standalone`) would conclude it: False when the cuts already exclude the
+    target (the sum of the cost floors above it; a scale ceiling below it), True (with the
+    counts) when the union of the own plans is a plan of the shared fleet reaching it (it keeps
+    every shared limit: solver/fleet/repair.py `fits`), (None, None) otherwise."""
+    if alone is None:
+        return None, None
+    bounds = [b for b in alone.bounds if b is not None]
+    if inst.objective == "max_throughput":
+        if bounds and min(int(math.floor(b + 1e-6)) for b in bounds) < target:
+            return False, None
+        return None, None
+    if sum(int(math.ceil(b - 1e-6)) for b in bounds) > target:
+        return False, None
+    c = alone.counts
+    if c is not None and int((c * inst.cost).sum()) <= target and fits(inst, c):
+        return True, c
+    return None, None
 
 
 def _no_plan(inst: FleetInstance, t0: float, reasons: list[str]) -> FleetSolution:
@@ -153,13 +177,14 @@ class Primary:
     value: int | None
 
 
-def solve_primary(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> Primary:
+def solve_primary(inst: FleetInstance, opts: SolveOptions = SolveOptions(), memo: Memo | None = None) -> Primary:
     """The primary objective's optimum only: the model, the standalone bounds and the first
     stage of `solve`, without the tie-breaks, the explanation of an infeasible fleet or the
-    solution itself (what a what-if probe that compares optima needs)."""
+    solution itself (what a what-if probe that compares optima needs). `memo`: proven
+    standalone sub-solves to reuse (solver/fleet/standalone.py)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
-    _use_standalone(fm, opts)
+    _use_standalone(fm, opts, memo)
     solver, status = _solve_stage(fm, stages(fm)[0], True, opts, t0)
     if not found(status):
         return Primary(found=False, proven=status == cp_model.INFEASIBLE, value=None)
@@ -173,12 +198,19 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
     return reach_plan(inst, target, opts)[0]
 
 
-def reach_plan(inst: FleetInstance, target: int,
-               opts: SolveOptions = SolveOptions()) -> tuple[bool | None, np.ndarray | None]:
-    """`reaches`, and the instance counts of the plan it found (None when it found none)."""
+def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(),
+               memo: Memo | None = None, own_plans: bool = True) -> tuple[bool | None, np.ndarray | None]:
+    """`reaches`, and the instance counts of the plan it found (None when it found none); a
+    question the services' own plans decide is answered without the shared model's solve
+    (`decided_by_standalone`: the same answer). `memo`: as `solve_primary`. `own_plans=False`:
+    the shared model alone, without the own plans' hint and cuts (a quick first try: where
+    its LP already excludes the target, the own plans cost more than the whole question)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
-    _use_standalone(fm, opts)
+    if own_plans:
+        got = decided_by_standalone(inst, _use_standalone(fm, opts, memo), target)
+        if got[0] is not None:
+            return got
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
     left = opts.time_limit_s - (time.perf_counter() - t0)

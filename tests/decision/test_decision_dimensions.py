@@ -9,7 +9,7 @@ from functools import cache
 from solver.candidates.build import build_candidates
 from solver.decision.dimensions import break_even, choices, with_acceptance
 from solver.decision.probe import SearchBudget
-from solver.decision.validity import _acceptance_interval, _Rebuilding
+from solver.decision.validity import _acceptance_spec, _Rebuilding, _searched
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan
 from solver.problem.load import load_problem, resolve
@@ -72,7 +72,7 @@ def test_no_choices_without_either_dimension():
 
 def test_acceptance_interval_holds_inside_and_is_clamped_at_one():
     rp, cs, doc = planned("speculative-decoding")
-    i = _acceptance_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
+    i = _searched(_acceptance_spec(rp, 0), _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
     assert i.unit == "acceptance" and i.current == 0.75
     assert i.low < 0.75 < i.high <= 1.0
     assert i.high < 1.0 or i.high_is_search_limit
@@ -84,13 +84,13 @@ def test_acceptance_interval_holds_inside_and_is_clamped_at_one():
 
 def test_prefix_hit_rate_interval_holds_inside():
     from solver.decision.dimensions import with_hit_rate
-    from solver.decision.validity import _hit_rate_interval
+    from solver.decision.validity import _hit_rate_spec
     from solver.problem.load import parse_problem
 
     text = (ROOT / "problems" / "prefix-cache.yaml").read_text()
     rp = parse_problem(text.replace("{shared_prefix_tokens: 6144}", "{hit_rate: 0.75}"), "hit.yaml")
     doc = plan(rp, OPTS, timings=False, compare=False)
-    i = _hit_rate_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
+    i = _searched(_hit_rate_spec(rp, 0), _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
     assert i.unit == "hit rate" and i.current == 0.75 and i.low <= 0.75 <= i.high <= 0.99
     assert i.quantity == "prefix hit rate of 'support'"
     # the hit rate is what the plan is sized by: a lower one needs more prefill devices
@@ -116,11 +116,11 @@ def test_prefix_cache_choice_names_the_prefill_devices_it_saves():
 
 def test_shared_prefix_has_a_hit_rate_interval():
     from solver.decision.dimensions import with_hit_rate
-    from solver.decision.validity import _hit_rate_interval
+    from solver.decision.validity import _hit_rate_spec
 
     rp, cs, doc = planned("prefix-cache")
     # the shared prefix as a hit rate: 6144 / 8192 = 0.75, varied through the prefix's length
     assert with_hit_rate(rp, 0, 0.5).problem.services[0].workload.prefix_cache.shared_prefix_tokens == 4096
-    i = _hit_rate_interval(rp, 0, _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
+    i = _searched(_hit_rate_spec(rp, 0), _Rebuilding(rp, doc, OPTS, SearchBudget(40, 120.0)))
     assert i.unit == "hit rate" and i.current == 0.75 and i.low <= 0.75 <= i.high <= 0.99
     assert i.quantity == "prefix hit rate of 'support' (its shared prefix / the mean prompt)"

@@ -28,6 +28,38 @@ def test_run_all_keeps_the_order_of_the_tasks():
     assert run_all([task(k) for k in range(3)], workers=1) == [0, 1, 2]
 
 
+def test_pool_results_keep_the_order_of_the_tasks_and_one_worker_runs_only_what_is_asked():
+    from solver.decision.parallel import Pool
+
+    ran = []
+
+    def task(k):
+        def run():
+            ran.append(k)
+            return 10 * k
+        return run
+
+    with Pool(2) as pool:
+        assert pool.run([task(k) for k in range(4)], order=[3, 1, 0, 2]) == [0, 10, 20, 30]
+    assert sorted(ran) == [0, 1, 2, 3]
+    ran.clear()
+    with Pool(1) as pool:
+        unused = pool.submit(task(9))  # a part started early whose result is never asked for
+        got = pool.start([task(k) for k in range(3)], order=[2, 0, 1])
+        assert [g() for g in got] == [0, 10, 20] and ran == [0, 1, 2]
+    assert 9 not in ran and unused is not None
+
+
+def test_start_order_is_the_what_ifs_then_up_sides_then_down_sides():
+    from solver.decision.record import _start_order
+
+    # what-ifs, then (up, down) per interval: demand, price a, price b
+    assert _start_order(7, demand=True) == [0, 3, 5, 1, 4, 6, 2]
+    # max_throughput: no demand interval, prices a, b, c
+    assert _start_order(7, demand=False) == [0, 1, 3, 5, 2, 4, 6]
+    assert _start_order(1, demand=True) == [0]
+
+
 def test_validity_side_by_side_equals_one_after_the_other():
     rp, cs, doc = _default()
     one = validity(rp, cs, doc, OPTS, seconds=600.0, workers=1)

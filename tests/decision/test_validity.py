@@ -79,8 +79,9 @@ def test_search_does_not_depend_on_the_wall_clock_budget():
 
 
 def test_safety_net_says_so_instead_of_changing_numbers():
-    """A deadline that has passed: each interval's first probe is discarded (the intervals are
-    searched side by side, each under the same deadline: solver/decision/parallel.py), every
+    """A deadline that has passed: the first probe of each side of each interval is discarded
+    (the sides are searched side by side, each under the same deadline:
+    solver/decision/parallel.py), two per interval; every
     interval is partial, nothing beyond an end is claimed, and the record says the search was
     cut short."""
     rp, cs, doc = _default()
@@ -92,7 +93,7 @@ def test_safety_net_says_so_instead_of_changing_numbers():
         # nothing was answered on either side: not a zero-width interval ("x1 to x1")
         assert i.low_not_computed and i.high_not_computed
         assert "not computed (--record-seconds cut the search short" in _interval(i)
-    assert v.demand.probes == 1 and [i.probes for i in v.prices] == [1, 1]
+    assert v.demand.probes == 2 and [i.probes for i in v.prices] == [2, 2]
     assert _interval(v.demand) == ("demand (multiple of every service's qps): not computed "
                                    "(--record-seconds cut the search short before it; now x1)")
 

@@ -1,0 +1,45 @@
+"""The validity probes' shared memo (solver/decision/probe.py `ProbeMemo`): a probe posed again
+is answered from it with the solves' answer and still counted, and the whole search with the
+memo off gives the same record."""
+
+from __future__ import annotations
+
+from solver.decision.alternatives import only_configurations
+from solver.decision.probe import ProbeMemo, Prober, SearchBudget
+from solver.decision.validity import MAX_SOLVES, validity
+from solver.fleet.standalone import Memo
+from solver.problem.load import derive
+from tests.support.default_plan import OPTS
+from tests.support.default_plan import default_plan as _default
+
+
+def test_a_probe_posed_again_is_answered_from_the_memo():
+    rp, cs, doc = _default()
+    kept = only_configurations(cs, doc, rp)
+    memo = ProbeMemo()
+    pr = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0), memo)
+    first = pr.holds(derive(rp, demand_scale=1.1))
+    again = pr.holds(derive(rp, demand_scale=1.1))  # another object, the same problem
+    assert memo.hits == 1 and again is first and pr.budget.used == 2
+    # a fresh prober without the memo solves it again: the same answer
+    fresh = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0))
+    assert fresh.holds(derive(rp, demand_scale=1.1)) is first and fresh.memo.hits == 0
+
+
+def test_the_search_with_the_memo_off_gives_the_same_record(monkeypatch):
+    rp, cs, doc = _default()
+    used = []
+    original = ProbeMemo.answer
+
+    def counting(self, key):
+        got = original(self, key)
+        used.append(got is not None)
+        return got
+
+    monkeypatch.setattr(ProbeMemo, "answer", counting)
+    on = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
+    monkeypatch.setattr(ProbeMemo, "answer", lambda self, key: None)
+    monkeypatch.setattr(Memo, "get", lambda self, key: None)
+    off = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
+    assert on == off and not on.cut_short
+    assert len(used) == sum(i.probes for i in [on.demand, *on.prices])  # every probe asked it
