@@ -13,34 +13,19 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from solver.fleet import periods_box, periods_commit
-from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, PeriodModel, period_instance
 from solver.fleet.periods_solve import cost_expr, period_hints, solve_periods
 from solver.fleet.status import SolveStatus
-from solver.schema.roles import COLOCATED
+from tests.support.two_type_fleet import two_type_fleet
 
 OPTS = SolveOptions(time_limit_s=20)
-
-
-def two_termed(peak_qps: float) -> FleetInstance:
-    """One service; column 0: 1 device of type 'a' serving 10 QPS; column 1: 2 devices of type
-    'b' serving 25 QPS; both priced by terms (the column costs are unused)."""
-    spec = ServiceSpec(name="chat", demand=int(peak_qps * 1000), colocated=True, disaggregated=False,
-                       ratio_lo=None, ratio_hi=None, max_configs=None)
-    ub = np.array([int(np.ceil(peak_qps / 10)), int(np.ceil(peak_qps / 25))])
-    return FleetInstance(
-        objective="min_cost", service=np.zeros(2, dtype=np.int64), role=np.full(2, COLOCATED),
-        hw=np.array([0, 1]), devices=np.array([1, 2]), cap=np.array([10_000, 25_000]),
-        cost=np.array([30_000, 50_000]), power=np.array([700, 1400]), ub=ub, demand_ub=ub.copy(),
-        services=(spec,), hw_names=("a", "b"), supply=(None, None), budget=None, power_cap=None,
-    )
 
 
 def horizon(qps: list[float], a: tuple[float, float], b: tuple[float, float], start_usd: float = 0.0,
             b_rent_supply: int | None = None) -> PeriodInstance:
     """Hour-long periods; a and b: (committed, on demand) USD per device-hour."""
-    base = two_termed(max(qps))
+    base = two_type_fleet(max(qps))
     return PeriodInstance(
         base=base, periods=tuple(period_instance(base, [q], 0) for q in qps),
         names=tuple(f"p{k}" for k in range(len(qps))), seconds=tuple(3600 for _ in qps),

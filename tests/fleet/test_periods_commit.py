@@ -4,38 +4,22 @@ and without a start cost, and a type rented only is paid for."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from solver.fleet import periods_commit, periods_solve
-from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, period_instance
 from solver.fleet.periods_solve import cost_expr, floor_sum, period_hints, solve_periods
 from solver.fleet.status import SolveStatus
-from solver.schema.roles import COLOCATED
+from tests.support.two_type_fleet import two_type_fleet
 
 OPTS = SolveOptions(time_limit_s=20)
 
 
-def two_types(peak_qps: float) -> FleetInstance:
-    """One service; column 0: 1 device of type 'a' serving 10 QPS (priced by terms); column 1:
-    2 devices of type 'b' serving 25 QPS at $5.00/hour (no terms)."""
-    spec = ServiceSpec(name="chat", demand=int(peak_qps * 1000), colocated=True, disaggregated=False,
-                       ratio_lo=None, ratio_hi=None, max_configs=None)
-    ub = np.array([int(np.ceil(peak_qps / 10)), int(np.ceil(peak_qps / 25))])
-    return FleetInstance(
-        objective="min_cost", service=np.zeros(2, dtype=np.int64), role=np.full(2, COLOCATED),
-        hw=np.array([0, 1]), devices=np.array([1, 2]), cap=np.array([10_000, 25_000]),
-        cost=np.array([30_000, 50_000]), power=np.array([700, 1400]), ub=ub, demand_ub=ub.copy(),
-        services=(spec,), hw_names=("a", "b"), supply=(None, None), budget=None, power_cap=None,
-    )
-
-
 def horizon(qps: list[float], committed: float | None, on_demand: float, start_usd: float) -> PeriodInstance:
-    base = two_types(max(qps))
+    base = two_type_fleet(max(qps))
     return PeriodInstance(
         base=base, periods=tuple(period_instance(base, [q], 0) for q in qps),
         names=tuple(f"p{k}" for k in range(len(qps))), seconds=tuple(3600 for _ in qps),
