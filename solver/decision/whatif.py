@@ -22,16 +22,16 @@ from solver.problem.load import ResolvedProblem
 from solver.schema.result import PlanResult
 
 # CP-SAT deterministic time (its work measure, ~seconds of one core) for a what-if plan's
-# primary stage and each of its services' own plans. Measured need on the shipped problems
-# (benchmarks/plan_speed.md, /usr/bin/time-free in-process log of every what-if solve): at
-# most ~1.9 (three-services' device_type runner-up; all others under 0.3); 5.0 keeps the
-# old 5-s wall limit's order of work on an idle machine with room for every measured solve.
+# primary stage and each of its services' own plans. Measured need (every what-if solve of the
+# 19 shipped problems logged in-process with no limit in reach, benchmarks/plan_speed.md): at
+# most 0.94 (three-services, all proven), every other problem under 0.01; 5.0 leaves 5x room.
 WHAT_IF_WORK = 5.0
-# each tie-break stage: the shipped problems' needed at most ~0.5 (three-services); as
-# solver/fleet/solve.py, a tie-break left unproven still names a cheapest plan
+# each tie-break stage: measured at most 0.59 (three-services; the others under 0.04), all
+# proven; as in solver/fleet/solve.py, a tie-break left unproven still names a cheapest plan
 WHAT_IF_TIEBREAK_WORK = 2.0
-# the safety net per what-if plan (wall seconds; capped by --time-limit). Far above the
-# work above on an idle machine (~10 s worst case), so it fires only on a badly overloaded one
+# the safety net per what-if plan (wall seconds; capped by --time-limit): three-services'
+# slowest took 3.75 s of wall time at a load of ~4 on 2 cores, so it fires only on a machine
+# far slower or busier than that
 WHAT_IF_LIMIT_S = 60.0
 
 _watch = threading.local()  # the net's firings, per thread (each what-if task runs on one)
