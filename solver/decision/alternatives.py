@@ -25,9 +25,9 @@ import numpy as np
 from solver.candidates.table import CandidateSet
 from solver.decision.bands import error_band
 from solver.decision.choices import choice_runners_up
+from solver.decision.whatif import what_if_plan
 from solver.errors import FleetplanError
 from solver.fleet.solve import SolveOptions
-from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, resolve
 from solver.schema.decision import Alternative, Fallback
 from solver.schema.pool import pool_phrase
@@ -85,7 +85,7 @@ def _names(rp: ResolvedProblem) -> list[str]:
 
 
 def _alternative(kind, excluded, rp, cs, opts, winner: PlanResult) -> Alternative:
-    doc = plan(rp, opts, timings=False, candidates=cs, compare=False)
+    doc = what_if_plan(rp, opts, candidates=cs)
     feasible = doc.status != "infeasible"
     cost = doc.cost_per_hour if feasible else None
     alt = Alternative(
@@ -199,7 +199,7 @@ def fallback(rp: ResolvedProblem, winner: PlanResult, opts: SolveOptions) -> Fal
         return Fallback(hardware=name, why=why, safety_margin=round(margin, 4), status="infeasible",
                         cost_per_hour=None, delta_cost_pct=None, devices_by_type={}, pools=[],
                         infeasible_because=[str(exc)])
-    doc = plan(narrowed, opts, timings=False, compare=False)
+    doc = what_if_plan(narrowed, opts)
     pools = [p for s in doc.services for p in s.pools]
     feasible = doc.status != "infeasible"
     cost = doc.cost_per_hour if feasible else None

@@ -32,8 +32,8 @@ from dataclasses import replace
 import numpy as np
 
 from solver.candidates.table import CandidateSet
+from solver.decision.whatif import what_if_plan
 from solver.fleet.solve import SolveOptions
-from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, resolve
 from solver.schema.decision import Choice
 from solver.schema.prefix import MAX_HIT_RATE
@@ -88,7 +88,7 @@ def _without(rp: ResolvedProblem, opts: SolveOptions, *, speculation_of: int | N
         p = p.model_copy(update={"services": services})
     else:
         p = p.model_copy(update={"search": p.search.model_copy(update={"cp": [1]})})
-    return plan(replace(resolve(p, rp.doc), latency_scale=rp.latency_scale), opts, timings=False, compare=False)
+    return what_if_plan(replace(resolve(p, rp.doc), latency_scale=rp.latency_scale), opts)
 
 
 def _speculates(doc: PlanResult, si: int) -> bool:
@@ -106,7 +106,7 @@ def break_even(rp: ResolvedProblem, si: int, opts: SolveOptions, used: bool) -> 
     a = rp.problem.services[si].speculative.acceptance_rate
 
     def pays(x: float) -> bool:
-        return _speculates(plan(with_acceptance(rp, si, x), opts, timings=False, compare=False), si)
+        return _speculates(what_if_plan(with_acceptance(rp, si, x), opts), si)
 
     lo, hi = (0.0, a) if used else (a, 1.0)
     if not used and not pays(hi):

@@ -15,11 +15,15 @@ Every probe solve runs on one worker under CP-SAT's deterministic time (PROBE_WO
 its answer does not depend on machine load; the wall clock (`SearchBudget`, the record's
 `--record-seconds`) is only a safety net, and a probe that ends after it is discarded.
 
-The searches of one record share a `ProbeMemo`: a probe's answer depends only on its two
-fleet instances (the kept and the free table at the variant) and the options, so a probe posed
-again (a price that no column sees, e.g. a type whose every site overrides its price) is
-answered from the memo; and each service's own plan (solver/fleet/standalone.py), which both
-solves of a probe start from, is solved once per distinct sub-problem. The answers are the
+The searches of one record share each service's proven own plan (solver/fleet/standalone.py
+`Memo`), which both solves of a probe start from: it is solved once per distinct sub-problem,
+and a proven sub-solve is the same whichever thread made it. Each prober (one side of one
+interval) has a `ProbeMemo` of its own for the rest: a probe posed again (a price that no
+column sees, e.g. a type whose every site overrides its price) is answered from it, and the
+known-plan shortcut (`Prober.reaches`) sees only the plans its own probes found. Both can
+decide a question that the solve under PROBE_WORK leaves undecided, so sharing them between
+the record's threads made answers depend on which thread got there first (a three-services
+record differed between two runs in the plan named beyond mi300x's price interval). The answers are the
 solves' (tests/decision/test_probe_memo.py); a probe answered from the memo still counts its
 two solves in the record's `solves`, as the budget does.
 """
@@ -110,14 +114,14 @@ def regret_target(objective: str, kept: int) -> int:
 
 
 class ProbeMemo:
-    """What the probes of one record share (between threads): the answers by the probe's two
-    instances, and the services' proven own plans (solver/fleet/standalone.py `Memo`)."""
+    """One prober's answers by the probe's two instances and the free plans its probes found,
+    and the services' proven own plans (solver/fleet/standalone.py `Memo`), which `own()`
+    shares between the probers of one record (threads) while the rest stays each prober's."""
 
-    def __init__(self) -> None:
-        self.alone = Memo()
-        # free plans found by any probe, by what makes a plan feasible apart from prices (the
-        # known-plan shortcut, `Prober.reaches`); which ones a probe sees can depend on the
-        # threads' timing, never its answer (a plan found is a plan)
+    def __init__(self, alone: Memo | None = None) -> None:
+        self.alone = Memo() if alone is None else alone
+        # free plans found by this prober's probes, by what makes a plan feasible apart from
+        # prices (the known-plan shortcut, `Prober.reaches`)
         self.known: dict[tuple, list[np.ndarray]] = {}
         self._answers: dict[tuple[bytes, bytes], bool] = {}
         self._lock = threading.Lock()
@@ -133,6 +137,10 @@ class ProbeMemo:
         with self._lock:
             self._answers[key] = ok
 
+    def own(self) -> ProbeMemo:
+        """A memo for one prober: the shared own plans, answers and known plans of its own."""
+        return ProbeMemo(self.alone)
+
 
 class Prober:
     """Probes of one problem against its winner's configurations, under one budget."""
@@ -140,10 +148,10 @@ class Prober:
     def __init__(self, rp: ResolvedProblem, cs: CandidateSet, kept: CandidateSet,
                  opts: SolveOptions, budget: SearchBudget, memo: ProbeMemo | None = None):
         self.rp, self.cs, self.kept, self.budget = rp, cs, kept, budget
-        self.memo = ProbeMemo() if memo is None else memo
+        self.memo = ProbeMemo() if memo is None else memo.own()
         self.opts = opts.follow_up(workers=1, primary_work=PROBE_WORK)
         self.plans = 0  # full plans made (the structures beyond the ends)
-        # free plans found by earlier probes of the record (shared: ProbeMemo.known)
+        # free plans found by this prober's earlier probes (ProbeMemo.known)
         self.known = self.memo.known
         self.shortcuts = 0  # probes a known plan answered (no CP-SAT solve)
 

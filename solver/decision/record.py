@@ -16,13 +16,12 @@ from solver.decision.dimensions import choices
 from solver.decision.parallel import Pool
 from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity_search
+from solver.decision.whatif import watched, what_if_options
 from solver.fleet.solve import SolveOptions
 from solver.plan.planner import plan, with_comparison
 from solver.problem.load import ResolvedProblem
 from solver.schema.decision import DecisionRecord
 from solver.schema.result import PlanResult
-
-WHAT_IF_LIMIT_S = 5.0
 
 
 def input_sha256(rp: ResolvedProblem) -> str:
@@ -38,13 +37,14 @@ def _parts(rp: ResolvedProblem, cs: CandidateSet, doc: PlanResult, what_if: Solv
     """The record's independent parts around the plan `doc` (solver/decision/parallel.py), in
     the order they start: the what-ifs (runners-up, fallback, choices: one task, whose solves
     are bounded by the wall clock, so it keeps a core of its own), then each validity
-    interval's sides; and what makes the validity of the sides' results."""
+    interval's sides; and what makes the validity of the sides' results. The what-ifs' result
+    says too whether the wall-clock safety net may have cut one of them (solver/decision/whatif.py)."""
     searches, finish = validity_search(rp, cs, doc, what_if, max_solves, record_seconds, abandon)
 
     def what_ifs() -> tuple:
-        return (runners_up(rp, cs, doc, what_if),
-                fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
-                choices(rp, cs, doc, what_if))
+        return watched(lambda: (runners_up(rp, cs, doc, what_if),
+                                fallback(rp, doc, what_if) if doc.status != "infeasible" else None,
+                                choices(rp, cs, doc, what_if)))
 
     return [what_ifs, *searches], finish
 
@@ -85,9 +85,9 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
         # demand over time: the record's what-ifs would each re-plan every period; the plan's
         # `periods:` section carries its own validity (each committed level's growth margin)
         return first
-    # the record's what-if solves get a shorter limit each (an unproven one says "feasible") and
-    # export no model: the exported one stays the main plan solve's
-    what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
+    # the record's what-if plans run under deterministic work, the wall clock a safety net
+    # (solver/decision/whatif.py), and export no model: the exported one stays the main plan's
+    what_if = what_if_options(opts)
     with Pool(workers) as pool:
         # the replay first, then beside it the homogeneous comparison (deterministic work) and
         # the record's parts on this plan, kept when the replay keeps it; a re-solved plan gets
@@ -105,9 +105,10 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
             abandon.set()  # a search begun on the replaced plan stops at its next probe
             tasks, finish = _parts(rp, cs_final, doc, what_if, max_solves, record_seconds)
             done = pool.run(tasks, _start_order(len(tasks), rp.problem.objective == "min_cost"))
-    (runners, fall, chosen), valid = done[0], finish(done[1:])
+    ((runners, fall, chosen), clock_cut), valid = done[0], finish(done[1:])
     record = DecisionRecord(
         uncertainty=plan_uncertainty(rp, doc), runners_up=runners, fallback=fall, validity=valid,
         input_sha256=input_sha256(rp), fleetplan_version=__version__, replay=check, choices=chosen,
+        what_ifs_cut_short=True if clock_cut else None,
     )
     return doc.model_copy(update={"decision": record})

@@ -325,7 +325,8 @@ def validity_search(rp: ResolvedProblem, cs: CandidateSet, winner: PlanResult, o
     """The validity search as independent tasks (one per side of each interval) and what makes
     the record's validity of their results (in the tasks' order): (tasks, finish). Run the tasks
     side by side or one after the other (solver/decision/parallel.py `run_all`): the validity
-    is the same. Every prober shares one memo of answered probes (solver/decision/probe.py).
+    is the same. The probers share the services' proven own plans, nothing else
+    (solver/decision/probe.py `ProbeMemo`).
     `abandon`: set it to stop the tasks early (their results are then meaningless)."""
     if winner.status == "infeasible":
         return [], lambda done: Validity(demand=None, prices=[], remeasure=remeasure(winner), solves=0)

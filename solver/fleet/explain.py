@@ -17,7 +17,7 @@ from solver.fleet.options import SolveOptions
 
 def _feasible(inst: FleetInstance, enabled: set[str], opts: SolveOptions, limit: float) -> bool:
     fm = build_model(inst, enabled)
-    status = make_solver(opts, limit).solve(fm.m)
+    status = make_solver(opts, limit, opts.primary_work).solve(fm.m)
     check_status(status, fm.m)
     return status != cp_model.INFEASIBLE  # UNKNOWN counts as feasible: keep the group
 
@@ -27,7 +27,7 @@ def _assumption_core(inst: FleetInstance, opts: SolveOptions, limit: float) -> l
     fm = build_model(inst, assumptions=True)
     by_index = {lit.index: key for key, lit in fm.literals.items()}
     fm.m.add_assumptions(list(fm.literals.values()))
-    s = make_solver(dataclasses.replace(opts, workers=1), limit)  # core extraction is single-worker
+    s = make_solver(dataclasses.replace(opts, workers=1), limit, opts.primary_work)  # core extraction is single-worker
     status = s.solve(fm.m)
     check_status(status, fm.m)
     if status != cp_model.INFEASIBLE:
@@ -44,7 +44,12 @@ def explain(inst: FleetInstance, opts: SolveOptions, limit_per_solve: float = 5.
     deletion filter (drop a group, re-solve for feasibility, keep it out if still infeasible)
     then makes the set irreducible, since assumption cores are not guaranteed minimal.
     Row bounds are widened to the demand-based ones, so that dropping a supply, budget or power
-    group really relaxes it (the solving bounds already build those limits in)."""
+    group really relaxes it (the solving bounds already build those limits in).
+    Options under deterministic work (`primary_work`: the decision record's what-if plans) bound
+    each solve by that work, the wall clock only by the whole time limit (a safety net that the
+    caller notices by the time spent), so the explanation does not depend on machine load."""
+    if opts.primary_work is not None:
+        limit_per_solve = opts.time_limit_s
     inst = dataclasses.replace(inst, ub=np.maximum(inst.ub, inst.demand_ub))
     groups = build_model(inst).groups
     core = _assumption_core(inst, opts, limit_per_solve) or sorted(groups)

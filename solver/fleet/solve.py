@@ -83,7 +83,11 @@ def _use_standalone(fm: FleetModel, opts: SolveOptions, memo: Memo | None = None
     """Hint the services' own plans (min_cost) and bound the objective by their optima (what
     it found, for the caller; `memo`: solver/fleet/standalone.py)."""
     inst = fm.inst
-    limit = max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1)))
+    # a solve under deterministic work (the record's what-ifs and probes) bounds its sub-solves
+    # by the same work, the wall clock only by the whole solve's safety net: a share of it
+    # would cut them on a slow or loaded machine and change the answer unreported
+    limit = (opts.time_limit_s if opts.primary_work is not None
+             else max(1.0, opts.time_limit_s / (4 * max(len(inst.services), 1))))
     alone = standalone(inst, opts, limit, memo)
     if alone is None:
         return None

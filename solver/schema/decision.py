@@ -234,7 +234,7 @@ class ReplayCheck(Strict):
 
 
 class DecisionRecord(Doc):
-    _omit_when_none = frozenset({"replay", "choices"})
+    _omit_when_none = frozenset({"replay", "choices", "what_ifs_cut_short"})
 
     uncertainty: Uncertainty
     runners_up: list[Alternative]
@@ -246,3 +246,6 @@ class DecisionRecord(Doc):
     choices: list[Choice] | None = Field(
         None, description="context parallelism and speculation: what the plan chose and its effect; "
         "absent when the problem offers neither")
+    what_ifs_cut_short: bool | None = Field(
+        None, description="a runner-up, fallback or choice plan ran as long as its wall-clock safety "
+        "net and may have been cut by it (then it can differ between runs); absent when none did")

@@ -1,4 +1,4 @@
-"""The validity probes' shared memo (solver/decision/probe.py `ProbeMemo`): a probe posed again
+"""The validity probes' memo (solver/decision/probe.py `ProbeMemo`): a probe posed again
 is answered from it with the solves' answer and still counted, and the whole search with the
 memo off gives the same record."""
 
@@ -20,7 +20,7 @@ def test_a_probe_posed_again_is_answered_from_the_memo():
     pr = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0), memo)
     first = pr.holds(derive(rp, demand_scale=1.1))
     again = pr.holds(derive(rp, demand_scale=1.1))  # another object, the same problem
-    assert memo.hits == 1 and again is first and pr.budget.used == 2
+    assert pr.memo.hits == 1 and again is first and pr.budget.used == 2
     # a fresh prober without the memo solves it again: the same answer
     fresh = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0))
     assert fresh.holds(derive(rp, demand_scale=1.1)) is first and fresh.memo.hits == 0
