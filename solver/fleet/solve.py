@@ -28,6 +28,7 @@ from solver.fleet.build import build_model
 from solver.fleet.cpsat import check_status, export_model, make_solver
 from solver.fleet.explain import explain
 from solver.fleet.instance import FleetInstance
+from solver.fleet.lagrange import lagrangian_bound
 from solver.fleet.model import FleetModel
 from solver.fleet.objective import ObjectiveStage, scale_ceiling, service_cost_floor, stages
 from solver.fleet.options import SolveOptions
@@ -200,17 +201,23 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
 
 def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(),
                memo: Memo | None = None, own_plans: bool = True) -> tuple[bool | None, np.ndarray | None]:
-    """`reaches`, and the instance counts of the plan it found (None when it found none); a
-    question the services' own plans decide is answered without the shared model's solve
-    (`decided_by_standalone`: the same answer). `memo`: as `solve_primary`. `own_plans=False`:
-    the shared model alone, without the own plans' hint and cuts (a quick first try: where
-    its LP already excludes the target, the own plans cost more than the whole question)."""
+    """`reaches`, and the instance counts of the plan it found (None when it found none). Two
+    kinds of question are answered without the shared model's solve, with its answer: those the
+    services' own plans decide (`decided_by_standalone`), and a "no" that the Lagrangian bound
+    on the shared supply rows proves (solver/fleet/lagrange.py: no plan costs less than it).
+    `memo`: as `solve_primary`. `own_plans=False`: the shared model alone, without the own
+    plans' hint and cuts (a quick first try: where its LP already excludes the target, the own
+    plans cost more than the whole question)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
     if own_plans:
-        got = decided_by_standalone(inst, _use_standalone(fm, opts, memo), target)
+        alone = _use_standalone(fm, opts, memo)
+        got = decided_by_standalone(inst, alone, target)
         if got[0] is not None:
             return got
+        bound = lagrangian_bound(inst, target, opts, alone, memo)
+        if bound is not None and bound > target:  # a valid lower bound above it: no plan reaches it
+            return False, None
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
     left = opts.time_limit_s - (time.perf_counter() - t0)
