@@ -38,7 +38,13 @@ from solver.fleet.status import found
 
 # subgradient steps after the start (the own plans): three-services' hard "no" questions were
 # decided within 2-5 (benchmarks/plan_speed.md); each step is one small sub-solve per service
-STEPS = 6
+STEPS = 8
+# a step that does not halve the distance to the target ends the search (a "yes" question, that
+# no bound can decide, stalls at once), and the first steps aim at twice that distance (past
+# the target): on three-services' reach questions these cut the bound's CPU most of the
+# settings tried (1 or 2 misses, factors 1-4: benchmarks/plan_speed.md)
+MISSES = 1
+FIRST_FACTOR = 2.0
 INFEASIBLE = 1 << 62  # a service alone has no plan: no shared plan either (any target is out)
 
 
@@ -55,6 +61,11 @@ def supply_rows(inst: FleetInstance) -> list[tuple[np.ndarray, int]]:
             if supply is not None and cols.size:
                 rows.append((cols, int(supply)))
     return rows
+
+
+def has_priced_rows(inst: FleetInstance) -> bool:
+    """Whether a bound is sought: min_cost with several services and a shared supply row."""
+    return inst.objective == "min_cost" and len(inst.services) > 1 and bool(supply_rows(inst))
 
 
 def _priced_alone(sub: FleetInstance, costs: np.ndarray, opts: SolveOptions, limit: float,
@@ -111,34 +122,49 @@ def _start(inst: FleetInstance, alone: Standalone | None) -> tuple[int, np.ndarr
     return sum(int(math.ceil(b - 1e-6)) for b in alone.bounds), alone.counts
 
 
+def _step(inst: FleetInstance, rows, supply: np.ndarray, lam: np.ndarray, counts: np.ndarray,
+          size: float) -> np.ndarray | None:
+    """The next multipliers: a projected subgradient step of `size` per unit of the squared
+    subgradient's norm (the rows' devices used by `counts` less their supply); None when the
+    step cannot move (the priced plans keep within every priced row)."""
+    use = np.array([float((counts[cols] * inst.devices[cols]).sum()) for cols, _ in rows])
+    g = use - supply
+    g[(lam <= 0) & (g < 0)] = 0.0  # projected: a row at lam 0 with slack stays there
+    norm = float(g @ g)
+    if norm == 0.0:
+        return None
+    return np.maximum(lam + size / norm * g, 0.0)
+
+
 def lagrangian_bound(inst: FleetInstance, target: int, opts: SolveOptions, alone: Standalone | None,
                      memo: Memo | None = None) -> int | None:
     """The best L(lam) (model cost units) found from lam = 0 (the own plans `alone`) by at most
-    STEPS subgradient steps, each aimed at target + 1 (Polyak's step); it stops once the bound
-    exceeds `target`, or when a step did not at least halve the distance to it (the bound is
-    then stalling below it: the question is likely a "yes", and the steps would only cost
-    time). None when nothing is known."""
+    STEPS subgradient steps, each from the best multipliers so far: Polyak's step towards
+    target + 1 times FIRST_FACTOR, halved after each step that did not halve the distance to
+    the target. It stops once the bound exceeds `target`, or at the MISSES-th such step (the
+    bound is stalling below the target: the question is likely a "yes", which no bound
+    decides). Deterministic: a fixed sequence of proven sub-solves. None: nothing known."""
     rows = supply_rows(inst)
     got = _start(inst, alone)
     if inst.objective != "min_cost" or not rows or got is None:
         return None
-    value, counts = got
+    best, counts = got
     limit = max(1.0, opts.time_limit_s / (4 * len(inst.services)))
     supply = np.array([s for _, s in rows], dtype=float)
-    lam = np.zeros(len(rows))
-    best = value
+    lam, factor, misses = np.zeros(len(rows)), FIRST_FACTOR, 0
     for _ in range(STEPS):
         if best > target:
-            return best
-        use = np.array([float((counts[cols] * inst.devices[cols]).sum()) for cols, _ in rows])
-        g = use - supply
-        g[(lam <= 0) & (g < 0)] = 0.0  # projected: a row at lam 0 with slack stays there
-        norm = float(g @ g)
-        if norm == 0.0:
-            return best  # the priced plans fit every row: no step raises the bound
-        lam = np.maximum(lam + (target + 1 - value) / norm * g, 0.0)
-        value, counts = _evaluate(inst, rows, np.floor(lam), opts, limit, memo)
-        if value is None or counts is None or 2 * (target + 1 - value) > target + 1 - best:
-            return best if value is None else max(best, value)
-        best = value
+            break
+        nxt = _step(inst, rows, supply, lam, counts, factor * (target + 1 - best))
+        if nxt is None:
+            break
+        value, got_counts = _evaluate(inst, rows, np.floor(nxt), opts, limit, memo)
+        if value is None or got_counts is None:
+            return max(best, value) if value is not None else best
+        if 2 * (target + 1 - value) > target + 1 - best:
+            misses, factor = misses + 1, factor / 2
+            if misses == MISSES:
+                return max(best, value)
+        if value > best:
+            best, counts, lam = value, got_counts, nxt
     return best

@@ -28,13 +28,18 @@ from solver.fleet.build import build_model
 from solver.fleet.cpsat import check_status, export_model, make_solver
 from solver.fleet.explain import explain
 from solver.fleet.instance import FleetInstance
-from solver.fleet.lagrange import lagrangian_bound
+from solver.fleet.lagrange import has_priced_rows, lagrangian_bound
 from solver.fleet.model import FleetModel
 from solver.fleet.objective import ObjectiveStage, scale_ceiling, service_cost_floor, stages
 from solver.fleet.options import SolveOptions
 from solver.fleet.repair import fits, repaired
 from solver.fleet.standalone import Memo, Standalone, standalone
 from solver.fleet.status import SolveStatus, found
+
+# a reach question's short first try before the Lagrangian bound (CP-SAT deterministic time):
+# three-services' "yes" questions found their plan within 0.05 of CPU from the own plans' hint
+# (benchmarks/plan_speed.md)
+BEFORE_BOUND_WORK = 0.05
 
 
 @dataclass(frozen=True)
@@ -210,18 +215,31 @@ def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptio
     plans cost more than the whole question)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
+    alone = None
     if own_plans:
         alone = _use_standalone(fm, opts, memo)
         got = decided_by_standalone(inst, alone, target)
         if got[0] is not None:
             return got
+    stage = stages(fm)[0]
+    fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
+    if alone is not None and has_priced_rows(inst):
+        # a "yes" is found at once from the own plans' hint, and no bound could decide it;
+        # what this short try leaves undecided may be a "no" the bound proves
+        got = _solve_reach(fm, opts, t0, min(opts.primary_work, BEFORE_BOUND_WORK))
+        if got[0] is not None:
+            return got
         bound = lagrangian_bound(inst, target, opts, alone, memo)
         if bound is not None and bound > target:  # a valid lower bound above it: no plan reaches it
             return False, None
-    stage = stages(fm)[0]
-    fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
+    return _solve_reach(fm, opts, t0, opts.primary_work)
+
+
+def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float,
+                 work: float) -> tuple[bool | None, np.ndarray | None]:
+    """Solve the reach model (its target posted) under `work`: (answer, the plan's counts)."""
     left = opts.time_limit_s - (time.perf_counter() - t0)
-    solver = make_solver(opts, left, opts.primary_work, sites=inst.n_sites > 1)
+    solver = make_solver(opts, left, work, sites=fm.inst.n_sites > 1)
     status = solver.solve(fm.m)
     check_status(status, fm.m)
     if found(status):
