@@ -143,7 +143,7 @@ def lagrangian_bound(inst: FleetInstance, target: int, opts: SolveOptions, alone
     target + 1 times FIRST_FACTOR, halved after each step that did not halve the distance to
     the target. It stops once the bound exceeds `target`, or at the MISSES-th such step (the
     bound is stalling below the target: the question is likely a "yes", which no bound
-    decides). Deterministic: a fixed sequence of proven sub-solves. None: nothing known."""
+    decides). Deterministic: a fixed sequence of sub-solves under deterministic work. None: nothing known."""
     rows = supply_rows(inst)
     got = _start(inst, alone)
     if inst.objective != "min_cost" or not rows or got is None:

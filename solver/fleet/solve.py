@@ -226,7 +226,8 @@ def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptio
     if alone is not None and has_priced_rows(inst):
         # a "yes" is found at once from the own plans' hint, and no bound could decide it;
         # what this short try leaves undecided may be a "no" the bound proves
-        got = _solve_reach(fm, opts, t0, min(opts.primary_work, BEFORE_BOUND_WORK))
+        short = BEFORE_BOUND_WORK if opts.primary_work is None else min(opts.primary_work, BEFORE_BOUND_WORK)
+        got = _solve_reach(fm, opts, t0, short)
         if got[0] is not None:
             return got
         bound = lagrangian_bound(inst, target, opts, alone, memo)
