@@ -223,9 +223,11 @@ def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptio
             return got
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
-    if alone is not None and has_priced_rows(inst):
+    if alone is not None and inst.n_sites == 1 and has_priced_rows(inst):
         # a "yes" is found at once from the own plans' hint, and no bound could decide it;
-        # what this short try leaves undecided may be a "no" the bound proves
+        # what this short try leaves undecided may be a "no" the bound proves. One site only:
+        # over several, each priced own plan is a hard sub-solve (multi-site's record: 20.8 ->
+        # 25.7 s of CPU with the bound; benchmarks/plan_speed.md)
         short = BEFORE_BOUND_WORK if opts.primary_work is None else min(opts.primary_work, BEFORE_BOUND_WORK)
         got = _solve_reach(fm, opts, t0, short)
         if got[0] is not None:
