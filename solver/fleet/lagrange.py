@@ -15,7 +15,7 @@ relaxes the shared problem. A sub-solve's bound is CP-SAT's best objective bound
 when the sub-solve was cut), rounded up only as far as the integer objective allows; at lam = 0
 L is the sum of the services' own optima (the cost floors the shared model already has).
 
-`lagrangian_bound` raises L by a fixed number of projected subgradient steps (Polyak's step
+`lagrangian_bound` raises L by at most STEPS projected subgradient steps (Polyak's step
 towards the level that would decide a reach question), so it is deterministic; the sub-solves
 are memoised by their sub-instance and priced costs (only proven ones). It is used only to say
 "no plan reaches the target" (solver/fleet/solve.py `reach_plan`): never a wrong "no", since
