@@ -28,12 +28,18 @@ from solver.fleet.build import build_model
 from solver.fleet.cpsat import check_status, export_model, make_solver
 from solver.fleet.explain import explain
 from solver.fleet.instance import FleetInstance
+from solver.fleet.lagrange import has_priced_rows, lagrangian_bound
 from solver.fleet.model import FleetModel
 from solver.fleet.objective import ObjectiveStage, scale_ceiling, service_cost_floor, stages
 from solver.fleet.options import SolveOptions
 from solver.fleet.repair import fits, repaired
 from solver.fleet.standalone import Memo, Standalone, standalone
 from solver.fleet.status import SolveStatus, found
+
+# a reach question's short first try before the Lagrangian bound (CP-SAT deterministic time):
+# three-services' "yes" questions found their plan within 0.05 of CPU from the own plans' hint
+# (benchmarks/plan_speed.md)
+BEFORE_BOUND_WORK = 0.05
 
 
 @dataclass(frozen=True)
@@ -204,21 +210,43 @@ def reaches(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(
 
 def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptions(),
                memo: Memo | None = None, own_plans: bool = True) -> tuple[bool | None, np.ndarray | None]:
-    """`reaches`, and the instance counts of the plan it found (None when it found none); a
-    question the services' own plans decide is answered without the shared model's solve
-    (`decided_by_standalone`: the same answer). `memo`: as `solve_primary`. `own_plans=False`:
-    the shared model alone, without the own plans' hint and cuts (a quick first try: where
-    its LP already excludes the target, the own plans cost more than the whole question)."""
+    """`reaches`, and the instance counts of the plan it found (None when it found none). Two
+    kinds of question are answered without the shared model's solve, with its answer: those the
+    services' own plans decide (`decided_by_standalone`), and a "no" that the Lagrangian bound
+    on the shared supply rows proves (solver/fleet/lagrange.py: no plan costs less than it).
+    `memo`: as `solve_primary`. `own_plans=False`: the shared model alone, without the own
+    plans' hint and cuts (a quick first try: where its LP already excludes the target, the own
+    plans cost more than the whole question)."""
     t0 = time.perf_counter()
     fm = build_model(inst)
+    alone = None
     if own_plans:
-        got = decided_by_standalone(inst, _use_standalone(fm, opts, memo), target)
+        alone = _use_standalone(fm, opts, memo)
+        got = decided_by_standalone(inst, alone, target)
         if got[0] is not None:
             return got
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
+    if alone is not None and inst.n_sites == 1 and has_priced_rows(inst):
+        # a "yes" is found at once from the own plans' hint, and no bound could decide it;
+        # what this short try leaves undecided may be a "no" the bound proves. One site only:
+        # over several, each priced own plan is a hard sub-solve (multi-site's record: 20.8 ->
+        # 25.7 s of CPU with the bound; benchmarks/plan_speed.md)
+        short = BEFORE_BOUND_WORK if opts.primary_work is None else min(opts.primary_work, BEFORE_BOUND_WORK)
+        got = _solve_reach(fm, opts, t0, short)
+        if got[0] is not None:
+            return got
+        bound = lagrangian_bound(inst, target, opts, alone, memo)
+        if bound is not None and bound > target:  # a valid lower bound above it: no plan reaches it
+            return False, None
+    return _solve_reach(fm, opts, t0, opts.primary_work)
+
+
+def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float,
+                 work: float) -> tuple[bool | None, np.ndarray | None]:
+    """Solve the reach model (its target posted) under `work`: (answer, the plan's counts)."""
     left = opts.time_limit_s - (time.perf_counter() - t0)
-    solver = make_solver(opts, left, opts.primary_work, sites=inst.n_sites > 1)
+    solver = make_solver(opts, left, work, sites=fm.inst.n_sites > 1)
     status = solver.solve(fm.m)
     check_status(status, fm.m)
     if found(status):
