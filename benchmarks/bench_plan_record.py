@@ -31,9 +31,10 @@ sys.path.insert(0, str(ROOT))
 from solver.candidates.build import build_candidates  # noqa: E402
 from solver.decision.alternatives import fallback, runners_up  # noqa: E402
 from solver.decision.bands import plan_uncertainty  # noqa: E402
-from solver.decision.record import WHAT_IF_LIMIT_S, decide  # noqa: E402
+from solver.decision.record import decide  # noqa: E402
 from solver.decision.replayed import Replay  # noqa: E402
 from solver.decision.validity import MAX_SOLVES, validity  # noqa: E402
+from solver.decision.whatif import what_if_options  # noqa: E402
 from solver.fleet.solve import SolveOptions  # noqa: E402
 from solver.plan.planner import plan  # noqa: E402
 from solver.problem.load import load_problem  # noqa: E402
@@ -57,7 +58,7 @@ def main() -> None:
     a = ap.parse_args()
     rp = load_problem(a.problem)
     opts = SolveOptions()
-    what_if = opts.follow_up(time_limit_s=min(opts.time_limit_s, WHAT_IF_LIMIT_S))
+    what_if = what_if_options(opts)
     plan(rp, opts, timings=False)  # warm-up
     rows = []
     w, c, cs = timed(lambda: build_candidates(rp), a.reps)
