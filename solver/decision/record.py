@@ -18,6 +18,7 @@ from solver.decision.replayed import Replayer, replay_and_correct
 from solver.decision.validity import MAX_SECONDS, MAX_SOLVES, validity_search
 from solver.decision.whatif import watched, what_if_options
 from solver.fleet.solve import SolveOptions
+from solver.plan.homogeneous import may_cross_types, solve_homogeneous
 from solver.plan.planner import plan, with_comparison
 from solver.problem.load import ResolvedProblem
 from solver.schema.decision import DecisionRecord
@@ -80,21 +81,25 @@ def decide(rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bo
     record's independent searches (solver/decision/parallel.py; None: WORKERS, 1: one after the
     other; the record is the same)."""
     cs = build_candidates(rp)
-    first = plan(rp, opts, timings, candidates=cs, compare=rp.horizon is not None)
     if rp.horizon is not None:
         # demand over time: the record's what-ifs would each re-plan every period; the plan's
         # `periods:` section carries its own validity (each committed level's growth margin)
-        return first
+        return plan(rp, opts, timings, candidates=cs, compare=True)
     # the record's what-if plans run under deterministic work, the wall clock a safety net
     # (solver/decision/whatif.py), and export no model: the exported one stays the main plan's
     what_if = what_if_options(opts)
     with Pool(workers) as pool:
-        # the replay first, then beside it the homogeneous comparison (deterministic work) and
-        # the record's parts on this plan, kept when the replay keeps it; a re-solved plan gets
-        # its own comparison from `plan`, and its record's parts are started again
+        # the homogeneous comparison's solve does not depend on the plan: it starts beside the
+        # plan's own solve, on the core that would idle (under deterministic work, so its result
+        # is the same; dropped when the plan sends no KV cache across types)
+        solved = pool.submit(lambda: solve_homogeneous(rp, cs, opts)) if may_cross_types(rp, cs) else None
+        first = plan(rp, opts, timings, candidates=cs, compare=False)
+        # the replay first, then beside it the comparison and the record's parts on this plan,
+        # kept when the replay keeps it; a re-solved plan gets its own comparison from `plan`,
+        # and its record's parts are started again
         replayed = (pool.submit(lambda: replay_and_correct(rp, cs, first, opts, timings, replayer))
                     if replay and first.status != "infeasible" else lambda: (cs, first, None))
-        compared = pool.submit(lambda: with_comparison(rp, cs, first, opts))
+        compared = pool.submit(lambda: with_comparison(rp, cs, first, opts, solved))
         abandon = threading.Event()
         tasks, finish = _parts(rp, cs, first, what_if, max_solves, record_seconds, abandon)
         early = pool.start(tasks, _start_order(len(tasks), rp.problem.objective == "min_cost"))

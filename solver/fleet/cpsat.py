@@ -25,7 +25,7 @@ def _log_line(line: str) -> None:
 
 
 def make_solver(opts: SolveOptions, time_left: float, work: float | None = None,
-                sites: bool = False) -> cp_model.CpSolver:
+                sites: bool = False, hinted: bool = False) -> cp_model.CpSolver:
     s = cp_model.CpSolver()
     s.parameters.num_workers = opts.workers
     s.parameters.random_seed = opts.seed
@@ -44,6 +44,8 @@ def make_solver(opts: SolveOptions, time_left: float, work: float | None = None,
         # halved the 60-s gap of benchmarks/bench_fleet_sites.py on one worker (with more
         # workers CP-SAT's portfolio does better left alone).
         s.parameters.search_branching = cp_model.LP_SEARCH
+    if hinted:
+        s.parameters.search_branching = cp_model.HINT_SEARCH
     if opts.solver_log:
         s.parameters.log_search_progress = True
         s.parameters.log_to_stdout = False

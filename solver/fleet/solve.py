@@ -36,10 +36,10 @@ from solver.fleet.repair import fits, repaired
 from solver.fleet.standalone import Memo, Standalone, standalone
 from solver.fleet.status import SolveStatus, found
 
-# a reach question's short first try before the Lagrangian bound (CP-SAT deterministic time):
-# three-services' "yes" questions found their plan within 0.05 of CPU from the own plans' hint
-# (benchmarks/plan_speed.md)
-BEFORE_BOUND_WORK = 0.05
+# a reach question's short first try, branching on the own plans' hint (CP-SAT deterministic
+# time): three-services' "yes" questions found their plan within 0.01 this way, against up to
+# 1.3 with the default search (benchmarks/plan_speed.md); a "no" spends it for nothing
+REACH_HINT_WORK = 0.05
 
 
 @dataclass(frozen=True)
@@ -227,26 +227,32 @@ def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptio
             return got
     stage = stages(fm)[0]
     fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
-    if alone is not None and inst.n_sites == 1 and has_priced_rows(inst):
-        # a "yes" is found at once from the own plans' hint, and no bound could decide it;
-        # what this short try leaves undecided may be a "no" the bound proves. One site only:
-        # over several, each priced own plan is a hard sub-solve (multi-site's record: 20.8 ->
-        # 25.7 s of CPU with the bound; benchmarks/plan_speed.md)
-        short = BEFORE_BOUND_WORK if opts.primary_work is None else min(opts.primary_work, BEFORE_BOUND_WORK)
-        got = _solve_reach(fm, opts, t0, short)
+    if alone is not None and alone.counts is not None and inst.n_sites == 1:
+        # a "yes" is most often the own plans' union repaired by a few changes: a short search
+        # that branches on the hint's values first finds it (three-services' validity search:
+        # 10.5 -> 8.2 units of work, the same answers; benchmarks/plan_speed.md), where the
+        # default search took up to 1.3 units. Over several sites the shared model's quick try
+        # (solver/decision/probe.py) has answered those before, and the try only costs
+        short = REACH_HINT_WORK if opts.primary_work is None else min(opts.primary_work, REACH_HINT_WORK)
+        got = _solve_reach(fm, opts, t0, short, hinted=True)
         if got[0] is not None:
             return got
+    if alone is not None and inst.n_sites == 1 and has_priced_rows(inst):
+        # what the short try leaves undecided may be a "no" the bound proves (no bound decides
+        # a "yes"). One site only: over several, each priced own plan is a hard sub-solve
+        # (multi-site's record: 20.8 -> 25.7 s of CPU with the bound; benchmarks/plan_speed.md)
         bound = lagrangian_bound(inst, target, opts, alone, memo)
         if bound is not None and bound > target:  # a valid lower bound above it: no plan reaches it
             return False, None
     return _solve_reach(fm, opts, t0, opts.primary_work)
 
 
-def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float,
-                 work: float) -> tuple[bool | None, np.ndarray | None]:
-    """Solve the reach model (its target posted) under `work`: (answer, the plan's counts)."""
+def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float, work: float,
+                 hinted: bool = False) -> tuple[bool | None, np.ndarray | None]:
+    """Solve the reach model (its target posted) under `work`: (answer, the plan's counts);
+    `hinted`: branch on the hint's values first (CP-SAT's hint search)."""
     left = opts.time_limit_s - (time.perf_counter() - t0)
-    solver = make_solver(opts, left, work, sites=fm.inst.n_sites > 1)
+    solver = make_solver(opts, left, work, sites=fm.inst.n_sites > 1, hinted=hinted)
     status = solver.solve(fm.m)
     check_status(status, fm.m)
     if found(status):

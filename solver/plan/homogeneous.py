@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 
 from solver.candidates.table import CandidateSet
-from solver.fleet.instance import build_instance
-from solver.fleet.solve import SolveOptions, solve
+from solver.fleet.instance import FleetInstance, build_instance
+from solver.fleet.solve import FleetSolution, SolveOptions, solve
 from solver.plan.pools import unit_cost
 from solver.problem.load import ResolvedProblem
 from solver.schema.result import HeteroComparison, HomogeneousService
@@ -17,19 +17,36 @@ from solver.schema.roles import ROLES
 
 # CP-SAT deterministic time (its work measure, about seconds of one core) of the comparison's
 # cost stage and the standalone solves before it, so that the comparison does not depend on the
-# machine's load: the shipped problems prove it within 1.1 (mixed-supply 1.07) except
-# three-services, whose best homogeneous plan ($278.00/h, from the repaired hint: solver/fleet/repair.py) takes about 6 to
-# prove (benchmarks/plan_speed.md); there it says `feasible` and `exact: false`
-HOMOGENEOUS_WORK = 2.0
+# machine's load: the shipped problems prove it within 1.07 (mixed-supply; the others under
+# 0.06) except three-services, whose best homogeneous plan ($278.00/h, from the repaired hint:
+# solver/fleet/repair.py) takes about 6 to prove; there it says `feasible` and `exact: false`,
+# with the same plan and a bound 0.054% below it at 0.5 as at 2.0 (benchmarks/plan_speed.md)
+HOMOGENEOUS_WORK = 1.25
+
+
+def may_cross_types(rp: ResolvedProblem, cs: CandidateSet) -> bool:
+    """Whether a plan of `rp` can send a KV cache from one hardware type to another (only then
+    does it get a comparison: `homogeneous`)."""
+    if not rp.problem.constraints.heterogeneous_prefill_decode:
+        return False
+    return bool((build_instance(rp, cs).reach != build_instance(rp, cs, heterogeneous=False).reach).any())
+
+
+def solve_homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions) -> tuple[FleetInstance, FleetSolution]:
+    """The best homogeneous plan's instance and solve: every KV route kept within one hardware
+    type (the cost, then the fewest devices; the distinct-configuration tie-break does not
+    change either). It does not depend on the plan it is compared with, so the decision record
+    starts it beside that plan's own solve (solver/decision/record.py)."""
+    inst = build_instance(rp, cs, heterogeneous=False)
+    return inst, solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK, repair_hint=True))
 
 
 def homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, status: str,
-                 cost: float, scale: float | None) -> HeteroComparison:
-    """Solve the problem again with every KV route kept within one hardware type (the cost,
-    then the fewest devices; the distinct-configuration tie-break does not change either)."""
-    inst = build_instance(rp, cs, heterogeneous=False)
-    sol = solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK,
-                                     repair_hint=True))
+                 cost: float, scale: float | None,
+                 solved: tuple[FleetInstance, FleetSolution] | None = None) -> HeteroComparison:
+    """The comparison of a plan (its `status`, `cost` and `scale`) with the best homogeneous
+    plan (`solve_homogeneous`; `solved`: its result when already solved)."""
+    inst, sol = solved if solved is not None else solve_homogeneous(rp, cs, opts)
     if sol.status == "infeasible":
         return HeteroComparison(
             homogeneous_status="infeasible", homogeneous_cost_per_hour=None,

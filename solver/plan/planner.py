@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from solver import __version__
@@ -165,12 +166,15 @@ def _plan_periods(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, t0:
     return doc
 
 
-def with_comparison(rp: ResolvedProblem, cs: CandidateSet, doc: PlanResult, opts: SolveOptions) -> PlanResult:
+def with_comparison(rp: ResolvedProblem, cs: CandidateSet, doc: PlanResult, opts: SolveOptions,
+                    solved: Callable[[], tuple[FleetInstance, FleetSolution]] | None = None) -> PlanResult:
     """`doc`, planned with compare=False, with the comparison `plan(compare=True)` would have
     given it (the same solve: solver/plan/homogeneous.py), verified as such; the decision
-    record runs it beside its own searches (solver/decision/record.py)."""
+    record runs it beside its own searches (solver/decision/record.py). `solved`: the getter of
+    `solve_homogeneous`'s result when it was started already (same options)."""
     if doc.status != "infeasible" and any(s.kv_routes for s in doc.services):
-        hetero = homogeneous(rp, cs, opts, doc.status, doc.cost_per_hour, doc.throughput_scale)
+        hetero = homogeneous(rp, cs, opts, doc.status, doc.cost_per_hour, doc.throughput_scale,
+                             solved() if solved is not None else None)
         doc = doc.model_copy(update={"heterogeneity": hetero})
     verify(rp, doc, compared=True)
     return doc

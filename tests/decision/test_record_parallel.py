@@ -100,3 +100,23 @@ def test_comparison_beside_the_record_is_the_plans_own():
     bare = plan(rp, OPTS, timings=False, candidates=cs, compare=False)
     assert whole.heterogeneity is not None and bare.heterogeneity is None
     assert with_comparison(rp, cs, bare, OPTS).model_dump_json() == whole.model_dump_json()
+
+
+def test_comparison_started_before_the_plan_is_the_plans_own():
+    """The record starts the homogeneous solve beside the plan's own (it does not depend on the
+    plan): handed to `with_comparison`, that solve gives the same document and is not solved
+    again; a problem whose KV caches cannot cross types starts none."""
+    from solver.plan import homogeneous as hom
+    from solver.plan.planner import with_comparison
+
+    rp = load_problem(ROOT / "problems" / "hetero-prefill-decode.yaml")
+    cs = build_candidates(rp)
+    assert hom.may_cross_types(rp, cs)
+    solved = hom.solve_homogeneous(rp, cs, OPTS)
+    calls = []
+    bare = plan(rp, OPTS, timings=False, candidates=cs, compare=False)
+    got = with_comparison(rp, cs, bare, OPTS, lambda: calls.append(1) or solved)
+    assert calls == [1]
+    assert got.model_dump_json() == plan(rp, OPTS, timings=False, candidates=cs).model_dump_json()
+    same_type = load_problem(ROOT / "problems" / "llama3-70b-offline.yaml")
+    assert not hom.may_cross_types(same_type, build_candidates(same_type))

@@ -7,12 +7,15 @@ what solving again gives."""
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
+import solver.fleet.solve as solve_module
 from solver.fleet.build import build_model
-from solver.fleet.solve import _use_standalone, decided_by_standalone, reach_plan
+from solver.fleet.objective import stages
+from solver.fleet.solve import REACH_HINT_WORK, _solve_reach, _use_standalone, decided_by_standalone, reach_plan
 from solver.fleet.standalone import Memo, instance_key, standalone
 from tests.fleet.test_fleet_bruteforce import (
     OPTS,
@@ -112,3 +115,52 @@ def test_memo_gives_back_the_solved_own_plans():
     assert instance_key(other) != instance_key(inst)
     standalone(other, OPTS, 5.0, memo)
     assert memo.hits == 3  # service a's rows did not change; b's did
+
+
+def _hinted_try(inst, target):
+    """The reach question's short hinted try alone (solver/fleet/solve.py): the own plans as
+    the hint, the target posted, CP-SAT branching on the hint first."""
+    fm = build_model(inst)
+    _use_standalone(fm, OPTS)
+    stage = stages(fm)[0]
+    fm.m.add(stage.expr >= target if stage.maximize else stage.expr <= target)
+    return _solve_reach(fm, OPTS, time.perf_counter(), REACH_HINT_WORK, hinted=True)
+
+
+def test_a_yes_is_found_by_the_hinted_try(monkeypatch):
+    """The conflict's shared optimum (22) is the own plans' union with b moved: the hinted try
+    finds it, and reach_plan asks nothing more; at 21 (no plan) the try never says yes."""
+    tight = _conflict((4, None))
+    got, counts = _hinted_try(tight, 22)
+    assert got is True and int((counts * tight.cost).sum()) <= 22
+    assert _hinted_try(tight, 21)[0] is not True
+    calls = []
+    real = solve_module._solve_reach
+    monkeypatch.setattr(solve_module, "_solve_reach", lambda *a, **k: calls.append(k.get("hinted", False)) or real(*a, **k))
+    assert reach_plan(tight, 22, OPTS)[0] is True
+    assert calls == [True]  # decided by the hinted try, nothing after it
+
+
+def test_hinted_try_answers_equal_the_brute_force_on_generated_instances():
+    """Around each generated instance's optimum, the hinted try, when it decides, gives the
+    enumeration's answer; it decides some "yes" questions."""
+    decided = {"yes": 0}
+
+    @settings(max_examples=30, deadline=None, derandomize=True, database=None,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(inst=fleet_instances())
+    def check(inst):
+        ev = evaluate(inst, enumerate_counts(inst.ub))
+        if not ev["ok"].any() or inst.objective != "min_cost":
+            return
+        best = int(ev["cost"][ev["ok"]].min())
+        for target in (best - 1, best, best + 1):
+            got, counts = _hinted_try(inst, target)
+            assert got is None or got is _truth(inst, target)
+            if got:
+                decided["yes"] += 1
+                row = evaluate(inst, np.asarray(counts)[None, :])
+                assert bool(row["ok"][0]) and int(row["cost"][0]) <= target
+
+    check()
+    assert decided["yes"] > 5, decided
