@@ -78,7 +78,7 @@ def _priced_alone(sub: FleetInstance, costs: np.ndarray, opts: SolveOptions, lim
         return got
     fm = build_model(sub)
     fm.m.minimize(cp_model.LinearExpr.weighted_sum(fm.v.n, costs.tolist()))
-    sv = make_solver(opts, limit, opts.primary_work, sites=sub.n_sites > 1)
+    sv = make_solver(opts, limit, opts.primary_work, sites=sub.n_sites > 1, alone=True)
     status = sv.solve(fm.m)
     check_status(status, fm.m)
     if status == cp_model.INFEASIBLE:

@@ -93,7 +93,7 @@ def _alone(sub: FleetInstance, objective: str, opts: SolveOptions, limit: float,
         fm.m.maximize(fm.v.scale)
     else:
         fm.m.minimize(cost_expr(fm))
-    sv = make_solver(opts, limit, opts.primary_work, sites=sub.n_sites > 1)
+    sv = make_solver(opts, limit, opts.primary_work, sites=sub.n_sites > 1, alone=True)
     status = sv.solve(fm.m)
     check_status(status, fm.m)
     out = (status, sv.best_objective_bound if found(status) else None,
