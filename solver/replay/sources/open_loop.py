@@ -59,10 +59,11 @@ class ArrivalSource:
         self.label = label
         self.ids = self.table.add(a[order], *cols)
         self._arrival = a[order]
+        self._arrival_list = self._arrival.tolist()  # the same floats, read per event without numpy
         self._next = 0
 
     def next_arrival_s(self) -> float:
-        return float(self._arrival[self._next]) if self._next < len(self._arrival) else NOT_YET
+        return self._arrival_list[self._next] if self._next < len(self._arrival_list) else NOT_YET
 
     def take(self, until_s: float) -> np.ndarray:
         hi = int(np.searchsorted(self._arrival, until_s, side="right"))
