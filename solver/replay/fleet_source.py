@@ -42,16 +42,28 @@ class FleetSource:
         # per source: rows copied so far, and the fleet id of each copied local row
         self._copied = [0] * len(self.sources)
         self._fleet_of = [np.zeros(0, dtype=np.int64) for _ in self.sources]
+        # per source: its next arrival as last asked. A source's next arrival changes only when
+        # it hands requests out (`take`) or hears of finishes (`finished`, a closed loop sends),
+        # so it is asked again after those only: the loop reads the fleet's next arrival at
+        # every event. None until the first read (the sources are complete by then).
+        self._arrivals: list[float] | None = None
+
+    def _next_of(self) -> list[float]:
+        if self._arrivals is None:
+            self._arrivals = [s.next_arrival_s() for s in self.sources]
+        return self._arrivals
 
     def next_arrival_s(self) -> float:
-        return min([s.next_arrival_s() for s in self.sources], default=np.inf)
+        return min(self._next_of(), default=np.inf)
 
     def take(self, until_s: float) -> np.ndarray:
         parts = []
+        arrivals = self._next_of()
         for k, src in enumerate(self.sources):
-            if src.next_arrival_s() > until_s:
+            if arrivals[k] > until_s:
                 continue
             local = np.asarray(src.take(until_s), dtype=np.int64)
+            arrivals[k] = src.next_arrival_s()
             if len(local) == 0:
                 continue
             if _top(local) >= self._copied[k]:
@@ -83,8 +95,10 @@ class FleetSource:
         local = self.tags.at("local", ids)
         ks = svc.tolist()
         distinct = set(ks)
+        arrivals = self._next_of()
         for k in sorted(distinct):  # by service, as np.unique ordered them
             self.sources[k].finished(local if len(distinct) == 1 else local[svc == k], t_s)
+            arrivals[k] = self.sources[k].next_arrival_s()
         if self.on_finished is not None:
             self.on_finished(len(ids))
 
