@@ -58,7 +58,7 @@ class Tags:
         if len(ids) == 0:
             return
         arr = self._a[name]
-        need = int(ids.max()) + 1
+        need = (int(ids[0]) if len(ids) == 1 else int(ids.max())) + 1
         if need > len(arr):
             for n, old in self._a.items():
                 new = np.full(max(need, 2 * len(old)), NOT_YET if n in self.FLOAT else -1, dtype=old.dtype)
@@ -71,6 +71,8 @@ class Tags:
         """A label of some requests (ids beyond the stored rows read as unset)."""
         arr = self._a[name]
         ids = np.asarray(ids, dtype=np.int64)
+        if _inside(ids, len(arr)):  # the usual case: one gather, no fill
+            return arr[ids]
         inside = ids < len(arr)
         out = np.full(len(ids), NOT_YET if name in self.FLOAT else -1, dtype=arr.dtype)
         out[inside] = arr[ids[inside]]
@@ -108,6 +110,25 @@ class KvLink:
 _NONE = np.zeros(0, dtype=np.int64)
 
 
+def _inside(ids: np.ndarray, n: int) -> bool:
+    """Every id below n (none: True); a burst is usually one request, read without a reduction."""
+    if len(ids) <= 1:
+        return not len(ids) or int(ids[0]) < n
+    return int(ids.max()) < n
+
+
+def _groups(which: np.ndarray, ids: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """(child index, its ids in order) per distinct child, by index (np.unique's order): plain
+    Python on the small `which` arrays of one event, where np.unique's sort costs more."""
+    if len(ids) == 1:
+        return [(int(which[0]), ids)]
+    w = which.tolist()
+    distinct = set(w)
+    if len(distinct) == 1:
+        return [(w[0], ids)]
+    return [(i, ids[which == i]) for i in sorted(distinct)]
+
+
 def _by_time(parts: list[np.ndarray], key: np.ndarray) -> np.ndarray:
     parts = [p for p in parts if len(p)]
     if not parts:
@@ -139,12 +160,7 @@ class _Composite:
         ids = np.asarray(ids, dtype=np.int64)
         if len(ids) == 0:
             return
-        which = self._route(ids)
-        if len(ids) == 1 or which.min() == which.max():
-            groups = [(int(which[0]), ids)]
-        else:
-            groups = [(int(i), ids[which == i]) for i in np.unique(which)]
-        for i, mine in groups:
+        for i, mine in _groups(self._route(ids), ids):
             child = self.children[i]
             child.submit(mine, t_s)
             self._next[i] = float(child.next_event_s())
@@ -212,7 +228,7 @@ class Fleet(_Composite):
         if len(self.children) == 1:
             return np.zeros(len(ids), dtype=np.int64)
         which = self.tags.at("service", ids)
-        if np.any(which < 0):
+        if (int(which[0]) if len(which) == 1 else which.min()) < 0:
             raise ValueError("a request without a service reached the fleet")
         return which
 
@@ -267,8 +283,8 @@ class Disaggregated:
             fin = np.asarray(self.decode[d].advance(t_s), dtype=np.int64)
             self._decode_next[d] = float(self.decode[d].next_event_s())
             if len(fin):
-                self.table.first_token_s[fin] = self.tags.at("ttft_s", fin)
-                self.table.queued_s[fin] = self.tags.at("prefill_queued_s", fin)
+                self.table._first_token_s[fin] = self.tags.at("ttft_s", fin)
+                self.table._queued_s[fin] = self.tags.at("prefill_queued_s", fin)
                 done.append(fin)
         return _by_time(done, self.table._finish_s)
 
@@ -276,37 +292,54 @@ class Disaggregated:
         """Send prompts done on prefill pool p over the link; returns those the prefill instance
         rejected (no first token: their KV can never fit there), which are done, unfinished."""
         tb = self.table
-        sampled = tb.first_token_s[ids]
-        rejected = ids[~np.isfinite(sampled)]
-        ids = ids[np.isfinite(sampled)]
-        t_done = sampled[np.isfinite(sampled)]
+        sampled = tb._first_token_s[ids]
+        ok = np.isfinite(sampled)
+        rejected = ids[~ok]
+        ids = ids[ok]
+        t_done = sampled[ok]
         dest = self.decode_splitter.assign(len(ids))
         land = np.empty(len(ids))
-        for d in np.unique(dest):
-            sel = dest == d
-            land[sel] = t_done[sel] + self.links[p][d].seconds(tb.prompt_tokens[ids[sel]])
-        tb.first_token_s[ids] = land
-        tb.finish_s[ids] = NOT_YET
+        for d, sel in _groups(dest, np.arange(len(ids))):
+            land[sel] = t_done[sel] + self.links[p][d].seconds(tb._prompt_tokens[ids[sel]])
+        tb._first_token_s[ids] = land
+        tb._finish_s[ids] = NOT_YET
         self.tags.set("ttft_s", ids, land)
-        self.tags.set("prefill_queued_s", ids, tb.queued_s[ids])
+        self.tags.set("prefill_queued_s", ids, tb._queued_s[ids])
         for rid, t_land, d in zip(ids.tolist(), land.tolist(), dest.tolist()):
             heapq.heappush(self._flight, (t_land, rid, d))
         return rejected
 
     def _land(self, t_s: float) -> np.ndarray:
-        """Submit the transfers that have landed by `t_s`; returns single-token requests done."""
-        landed: list[tuple[float, int, int]] = []
-        while self._flight and self._flight[0][0] <= t_s:
-            landed.append(heapq.heappop(self._flight))
-        if not landed:
-            return np.zeros(0, dtype=np.int64)
-        ids = np.array([x[1] for x in landed], dtype=np.int64)
-        dest = np.array([x[2] for x in landed], dtype=np.int64)
-        one = self.table.output_tokens[ids] <= 1
-        self.table.finish_s[ids[one]] = self.table.first_token_s[ids[one]]
-        for d in np.unique(dest[one]):  # done with its first token; its KV went to pool d
-            self.tags.set("pool", ids[one & (dest == d)], getattr(self.decode[d], "index", -1))
-        for d in np.unique(dest[~one]):
-            self.decode[d].submit(ids[~one & (dest == d)], t_s)
+        """Submit the transfers that have landed by `t_s`; returns single-token requests done.
+
+        The landed few are sorted out in plain Python (a handful per event; numpy's per-call cost
+        on such arrays was most of the replay's fleet time): each decode pool gets its landed
+        requests in landing order, the pools by index."""
+        flight = self._flight
+        if not flight or flight[0][0] > t_s:
+            return _NONE
+        out_tok = self.table._output_tokens
+        one: list[tuple[int, int]] = []  # (request, decode pool) done with their first token
+        to: dict[int, list[int]] = {}  # decode pool -> requests it decodes
+        while flight and flight[0][0] <= t_s:
+            _, rid, d = heapq.heappop(flight)
+            if out_tok[rid] <= 1:
+                one.append((rid, d))
+            else:
+                to.setdefault(d, []).append(rid)
+        if one:
+            self._finish_single(one)
+        for d in sorted(to):
+            self.decode[d].submit(np.array(to[d], dtype=np.int64), t_s)
             self._decode_next[d] = float(self.decode[d].next_event_s())
-        return ids[one]
+        return np.array([rid for rid, _ in one], dtype=np.int64) if one else _NONE
+
+    def _finish_single(self, one: list[tuple[int, int]]) -> None:
+        """Requests of one output token, done at the landing; counted with the decode pool their
+        KV went to."""
+        tb = self.table
+        for rid, d in one:
+            tb._finish_s[rid] = tb._first_token_s[rid]
+        for d in sorted({d for _, d in one}):
+            mine = np.array([rid for rid, k in one if k == d], dtype=np.int64)
+            self.tags.set("pool", mine, getattr(self.decode[d], "index", -1))

@@ -23,6 +23,11 @@ from solver.replay.requests import RequestTable, Source
 _OUTCOMES = ("first_token_s", "finish_s", "queued_s", "preemptions", "instance")
 
 
+def _top(local: np.ndarray) -> int:
+    """The largest id of a non-empty take (one request, the usual case, without a reduction)."""
+    return int(local[0]) if len(local) == 1 else int(local.max())
+
+
 class FleetSource:
     """Sources of several services as one `Source` over `table` (the fleet's).
 
@@ -37,25 +42,39 @@ class FleetSource:
         # per source: rows copied so far, and the fleet id of each copied local row
         self._copied = [0] * len(self.sources)
         self._fleet_of = [np.zeros(0, dtype=np.int64) for _ in self.sources]
+        # per source: its next arrival as last asked. A source's next arrival changes only when
+        # it hands requests out (`take`) or hears of finishes (`finished`, a closed loop sends),
+        # so it is asked again after those only: the loop reads the fleet's next arrival at
+        # every event. None until the first read (the sources are complete by then).
+        self._arrivals: list[float] | None = None
+
+    def _next_of(self) -> list[float]:
+        if self._arrivals is None:
+            self._arrivals = [s.next_arrival_s() for s in self.sources]
+        return self._arrivals
 
     def next_arrival_s(self) -> float:
-        return min((s.next_arrival_s() for s in self.sources), default=np.inf)
+        return min(self._next_of(), default=np.inf)
 
     def take(self, until_s: float) -> np.ndarray:
         parts = []
+        arrivals = self._next_of()
         for k, src in enumerate(self.sources):
-            if src.next_arrival_s() > until_s:
+            if arrivals[k] > until_s:
                 continue
             local = np.asarray(src.take(until_s), dtype=np.int64)
+            arrivals[k] = src.next_arrival_s()
             if len(local) == 0:
                 continue
-            if int(local.max()) >= self._copied[k]:
+            if _top(local) >= self._copied[k]:
                 self._copy(k)
             parts.append(self._fleet_of[k][local])
         if not parts:
             return np.zeros(0, dtype=np.int64)
-        ids = np.concatenate(parts)
-        return ids[np.argsort(self.table.arrival_s[ids], kind="stable")]
+        ids = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if len(ids) == 1:  # the usual arrival: one request, nothing to order
+            return ids
+        return ids[np.argsort(self.table._arrival_s[ids], kind="stable")]
 
     def _copy(self, k: int) -> None:
         """Copy the rows source k's table has gained (an open loop's all at once, a closed
@@ -74,8 +93,12 @@ class FleetSource:
         ids = np.asarray(ids, dtype=np.int64)
         svc = self.tags.at("service", ids)
         local = self.tags.at("local", ids)
-        for k in np.unique(svc):
-            self.sources[k].finished(local[svc == k], t_s)
+        ks = svc.tolist()
+        distinct = set(ks)
+        arrivals = self._next_of()
+        for k in sorted(distinct):  # by service, as np.unique ordered them
+            self.sources[k].finished(local if len(distinct) == 1 else local[svc == k], t_s)
+            arrivals[k] = self.sources[k].next_arrival_s()
         if self.on_finished is not None:
             self.on_finished(len(ids))
 

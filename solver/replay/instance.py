@@ -146,8 +146,8 @@ class Instance:
         return np.asarray(done, dtype=np.int64)
 
     def load(self) -> InstanceLoad:
-        kv = self.kv
-        return InstanceLoad(len(self.running), len(self.waiting), kv.total - kv.free, kv.total)
+        kv = self.kv  # used blocks: total - kv.free, without the property
+        return InstanceLoad(len(self.running), len(self.waiting), kv.used + kv.dec_used(kv.step), kv.total)
 
     # ---- helpers the policies call -------------------------------------------------------------
 

@@ -45,6 +45,15 @@ class Load:
     block_tokens: int = 16  # tokens per KV block (vLLM's default --block-size 16)
 
 
+def _pick(policy: str, loads: list) -> int:
+    """The instance for one request (no burst to count): the lowest key, ties to the lowest
+    index (the index is the key's last element), as the burst path's lexsort orders them."""
+    if policy == "least_queue":
+        return min([(ld.waiting, ld.running, j) for j, ld in enumerate(loads)])[2]
+    return min([(ld.kv_used_blocks / max(ld.kv_total_blocks, 1), ld.waiting + ld.running, j)
+                for j, ld in enumerate(loads)])[2]
+
+
 class Router:
     """Picks an instance for each request of a pool of `n` identical instances."""
 
@@ -67,12 +76,7 @@ class Router:
             self._next = int((self._next + k) % self.n)
             return out
         if k == 1:  # the common case, one arrival: the same order as below, without arrays
-            if self.policy == "least_queue":
-                i = min(range(len(loads)), key=lambda j: (loads[j].waiting, loads[j].running))
-            else:
-                i = min(range(len(loads)), key=lambda j: (
-                    loads[j].kv_used_blocks / max(loads[j].kv_total_blocks, 1), loads[j].waiting + loads[j].running))
-            return np.array([i], dtype=np.int64)
+            return np.array([_pick(self.policy, loads)], dtype=np.int64)
         waiting = np.array([ld.waiting for ld in loads], dtype=float)
         running = np.array([ld.running for ld in loads], dtype=float)
         used = np.array([ld.kv_used_blocks for ld in loads], dtype=float)
@@ -99,18 +103,23 @@ class Splitter:
         if w.ndim != 1 or len(w) == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
             raise ValueError(f"splitter weights must be non-negative with a positive sum, got {list(w)}")
         self.weights = w
-        self._current = np.zeros(len(w))
+        # the picks run per request on a few targets: Python floats (the same IEEE sums numpy's
+        # elementwise adds gave), the total summed once by numpy as before
+        self._w = w.tolist()
+        self._total = float(w.sum())
+        self._current = [0.0] * len(w)
 
     def assign(self, k: int) -> np.ndarray:
         """Target index for each of the next `k` requests."""
         if len(self.weights) == 1:
             return np.zeros(k, dtype=np.int64)
         out = np.empty(k, dtype=np.int64)
-        total = self.weights.sum()
-        cur = self._current
+        w, total, cur = self._w, self._total, self._current
+        targets = range(len(w))
         for j in range(k):
-            cur += self.weights
-            i = int(np.argmax(cur))  # the first of equals: deterministic
+            for t in targets:
+                cur[t] += w[t]
+            i = max(targets, key=cur.__getitem__)  # the first of equals (np.argmax's): deterministic
             cur[i] -= total
             out[j] = i
         return out

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags
+from solver.replay.fleet import Disaggregated, Fleet, KvLink, Pool, Split, Tags, _groups
 from solver.replay.fleet_source import FleetSource
 from solver.replay.loop import run
-from solver.replay.router import Load, Router, Splitter
+from solver.replay.router import Load, Router, Splitter, _pick
 from tests.support.replay_fakes import FifoServer, FixedSource
 
 
@@ -44,6 +44,32 @@ def test_least_kv_picks_the_lowest_use_share_and_adds_the_prompt_blocks():
     r = Router("least_kv", 3)
     loads = [_load(0, 0, 50, 100), _load(0, 0, 10, 20), _load(0, 0, 30, 100)]
     assert r.assign(loads, np.full(8, 40)).tolist() == [2] * 7 + [0]
+
+
+def test_one_request_pick_breaks_ties_by_index_as_the_burst_does():
+    # least_queue: waiting 1, 0, 0 and running 0, 2, 2: instances 1 and 2 tie at (0, 2) -> 1;
+    # least_kv: use 50/100, 10/20, 30/60 all 0.5; waiting + running 1, 2, 2 -> 0
+    loads = [_load(0, 1, 50, 100), _load(2, 0, 10, 20), _load(2, 0, 30, 60)]
+    assert _pick("least_queue", loads) == 1
+    assert _pick("least_kv", loads) == 0
+    for policy, first in (("least_queue", 1), ("least_kv", 0)):
+        assert Router(policy, 3).assign(loads, np.array([16])).tolist() == [first]
+        assert Router(policy, 3).assign(loads, np.array([16, 16]))[0] == first
+
+
+def test_an_events_requests_group_by_child_in_index_order():
+    # children 2, 0, 2, 1 for requests 7, 3, 9, 4: child 0 gets [3], 1 gets [4], 2 gets [7, 9]
+    got = [(i, g.tolist()) for i, g in _groups(np.array([2, 0, 2, 1]), np.array([7, 3, 9, 4]))]
+    assert got == [(0, [3]), (1, [4]), (2, [7, 9])]
+    assert [(i, g.tolist()) for i, g in _groups(np.array([1, 1]), np.array([5, 6]))] == [(1, [5, 6])]
+    assert [(i, g.tolist()) for i, g in _groups(np.array([3]), np.array([8]))] == [(3, [8])]
+
+
+def test_splitter_weights_of_thirds_stay_exact_over_many_picks():
+    # weights 1:1:1 -> 0, 1, 2 repeating; after 3k picks every current weight is back to 0.0
+    s = Splitter([1.0, 1.0, 1.0])
+    assert s.assign(9).tolist() == [0, 1, 2] * 3
+    assert s._current == [0.0, 0.0, 0.0]
 
 
 def test_router_rejects_unknown_policy():

@@ -12,6 +12,7 @@ across seeds); a replay states its seed instead.
 
 from __future__ import annotations
 
+import bisect
 import math
 
 import numpy as np
@@ -59,15 +60,17 @@ class ArrivalSource:
         self.label = label
         self.ids = self.table.add(a[order], *cols)
         self._arrival = a[order]
+        self._arrival_list = self._arrival.tolist()  # the same floats, read per event without numpy
         self._next = 0
 
     def next_arrival_s(self) -> float:
-        return float(self._arrival[self._next]) if self._next < len(self._arrival) else NOT_YET
+        return self._arrival_list[self._next] if self._next < len(self._arrival_list) else NOT_YET
 
     def take(self, until_s: float) -> np.ndarray:
-        hi = int(np.searchsorted(self._arrival, until_s, side="right"))
-        out = self.ids[self._next:max(hi, self._next)]
-        self._next = max(hi, self._next)
+        # bisect on the sorted list: np.searchsorted(side="right")'s index, from the next one on
+        hi = bisect.bisect_right(self._arrival_list, until_s, lo=self._next)
+        out = self.ids[self._next:hi]
+        self._next = hi
         return out
 
     def finished(self, ids: np.ndarray, t_s: float) -> None:
