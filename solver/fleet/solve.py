@@ -232,7 +232,8 @@ def reach_plan(inst: FleetInstance, target: int, opts: SolveOptions = SolveOptio
         # that branches on the hint's values first finds it (three-services' validity search:
         # 10.5 -> 8.2 units of work, the same answers; benchmarks/plan_speed.md), where the
         # default search took up to 1.3 units. Over several sites the shared model's quick try
-        # (solver/decision/probe.py) has answered those before, and the try only costs
+        # (solver/decision/probe.py) has answered those before, and this try only added work
+        # (multi-site's validity +0.15 units)
         short = REACH_HINT_WORK if opts.primary_work is None else min(opts.primary_work, REACH_HINT_WORK)
         got = _solve_reach(fm, opts, t0, short, hinted=True)
         if got[0] is not None:
