@@ -22,6 +22,11 @@ from solver.schema.roles import ROLES
 # solver/fleet/repair.py) takes about 6 to prove; there it says `feasible` and `exact: false`,
 # with the same plan and a bound 0.054% below it at 0.5 as at 2.0 (benchmarks/plan_speed.md)
 HOMOGENEOUS_WORK = 1.25
+# and of its fewest-devices tie-break: the shipped problems prove it within 0.17 (survive-failure;
+# mixed-supply 0.04, the others under 0.01) except three-services, whose tie-break finds its
+# 119 devices within 0.05 and then spent 0.9 proving them under the what-ifs' 5.0 (the same
+# plan at 0.25: benchmarks/plan_speed.md)
+HOMOGENEOUS_TIEBREAK_WORK = 0.25
 
 
 def may_cross_types(rp: ResolvedProblem, cs: CandidateSet) -> bool:
@@ -38,7 +43,8 @@ def solve_homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions)
     change either). It does not depend on the plan it is compared with, so the decision record
     starts it beside that plan's own solve (solver/decision/record.py)."""
     inst = build_instance(rp, cs, heterogeneous=False)
-    return inst, solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK, repair_hint=True))
+    return inst, solve(inst, opts.follow_up(max_stages=2, primary_work=HOMOGENEOUS_WORK,
+                                            tiebreak_work=HOMOGENEOUS_TIEBREAK_WORK, repair_hint=True))
 
 
 def homogeneous(rp: ResolvedProblem, cs: CandidateSet, opts: SolveOptions, status: str,
