@@ -55,7 +55,7 @@ PROBE_WORK = 2.0
 # a plan beyond an end (what the plan becomes there): its cost stage, and each tie-break stage
 # (the shipped problems' needed under 0.08 except survive-failure's, up to ~3 s of CPU; a
 # tie-break left unproven still names a cheapest plan: solver/fleet/solve.py)
-BEYOND_WORK = 2.0
+BEYOND_WORK = PROBE_WORK
 TIEBREAK_WORK = 1.0
 # a reach question's quick first try on a fleet over several sites: the shared model alone
 # (no own plans), where its LP often decides the question at once, while each service's own
@@ -215,7 +215,11 @@ class Prober:
             return None
         full, _ = self._tables(variant)
         self.plans += 1
+        # the services' own plans at `variant` are those its probe proved: the same instance and
+        # the same options (BEYOND_WORK = PROBE_WORK, one presolve round), so the same memo key,
+        # plans and bounds (one presolve round changed no beyond-plan stage of three-services:
+        # benchmarks/plan_speed.md)
         opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), primary_work=BEYOND_WORK,
-                                   tiebreak_work=TIEBREAK_WORK)
-        doc = plan(variant, opts, timings=False, candidates=full, compare=False)
+                                   tiebreak_work=TIEBREAK_WORK, presolve_iterations=PRESOLVE_ITERATIONS)
+        doc = plan(variant, opts, timings=False, candidates=full, compare=False, memo=self.memo.alone)
         return None if self.budget.late() else doc

@@ -261,10 +261,11 @@ def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float, work: float,
     return (False if status == cp_model.INFEASIBLE else None), None
 
 
-def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions()) -> FleetSolution:
+def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions(), memo: Memo | None = None) -> FleetSolution:
+    """The staged solve (cost or throughput, then the tie-breaks); `memo`: as `solve_primary`."""
     t0 = time.perf_counter()
     fm = build_model(inst)
-    _use_standalone(fm, opts)
+    _use_standalone(fm, opts, memo)
     spec = stages(fm)
     hint_vars = fm.v.all()
     done: list[Stage] = []

@@ -17,6 +17,7 @@ from solver.fleet.instance import FleetInstance, build_instance
 from solver.fleet.periods import build_period_instance
 from solver.fleet.periods_solve import solve_periods
 from solver.fleet.solve import FleetSolution, SolveOptions, solve
+from solver.fleet.standalone import Memo
 from solver.plan.assumptions import assumptions, families_considered, families_drawn
 from solver.plan.homogeneous import homogeneous
 from solver.plan.periods import busiest, period_problem, period_solution, periods_result
@@ -107,7 +108,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
 
 def plan(
     rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
-    candidates: CandidateSet | None = None, compare: bool = True,
+    candidates: CandidateSet | None = None, compare: bool = True, memo: Memo | None = None,
 ) -> PlanResult:
     """Plan a resolved problem; the returned document has passed `verify`.
 
@@ -115,7 +116,9 @@ def plan(
     sweeps reuse one build across variants that change only demand or prices: see
     `problem.derive` and `candidates.reprice`); built here otherwise. `compare`: solve a
     heterogeneous plan again with every KV route inside one type to state its saving; the
-    decision record's what-if solves, which only need the plan, pass False."""
+    decision record's what-if solves, which only need the plan, pass False. `memo`: the
+    services' proven own plans to reuse (solver/fleet/standalone.py; a probe's plan beyond an
+    interval's end has them from its own probe)."""
     t0 = time.perf_counter()
     cs = candidates if candidates is not None else build_candidates(rp)
     reasons = _no_runtime_left(rp, cs)
@@ -126,7 +129,7 @@ def plan(
     if rp.horizon is not None:
         return _plan_periods(rp, cs, opts, t0 if timings else None)
     inst = build_instance(rp, cs)
-    sol = solve(inst, opts)
+    sol = solve(inst, opts, memo)
     if sol.status == "infeasible":
         doc = _infeasible(rp, cs, opts, time.perf_counter() - t0 if timings else None,
                           sol.infeasible_groups, sol)
