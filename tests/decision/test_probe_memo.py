@@ -43,3 +43,37 @@ def test_the_search_with_the_memo_off_gives_the_same_record(monkeypatch):
     off = validity(rp, cs, doc, OPTS, MAX_SOLVES, 600.0)
     assert on == off and not on.cut_short
     assert len(used) == sum(i.probes for i in [on.demand, *on.prices])  # every probe asked it
+
+
+def test_the_plan_beyond_an_end_reuses_its_probes_own_plans(monkeypatch):
+    """`Prober.best_plan` at a value a probe asked about solves no service alone again: the
+    services' own plans there are the probe's (the same sub-instances and options), and the
+    plan is the one a prober without that memo makes."""
+    from solver.candidates.build import build_candidates
+    from solver.plan.planner import plan
+    from solver.problem.load import load_problem
+    from tests.support.cli import ROOT
+
+    rp = load_problem(ROOT / "problems" / "routing-skew.yaml")
+    cs = build_candidates(rp)
+    doc = plan(rp, OPTS, timings=False, candidates=cs)
+    kept = only_configurations(cs, doc, rp)
+    misses: list[bool] = []
+    original = Memo.get
+
+    def counting(self, key):
+        got = original(self, key)
+        misses.append(got is None)
+        return got
+
+    monkeypatch.setattr(Memo, "get", counting)
+    variant = derive(rp, demand_scale=1.5)
+    pr = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0))
+    assert pr.holds(variant) is not None
+    asked = len(misses)
+    assert asked >= len(rp.problem.services) and any(misses)  # the probe solved its own plans
+    beyond = pr.best_plan(variant)
+    assert len(misses) > asked and not any(misses[asked:])  # all found in the memo
+    fresh = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0)).best_plan(variant)
+    assert beyond is not None and fresh is not None
+    assert beyond.cost_per_hour == fresh.cost_per_hour and beyond.services == fresh.services
