@@ -104,6 +104,11 @@ class SearchBudget:
         return self.cut
 
 
+def _plan_key(inst: FleetInstance) -> tuple:
+    """What makes counts a plan of `inst`, apart from prices and the shared limits."""
+    return (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
+
+
 def regret_target(objective: str, kept: int) -> int:
     """The value a free plan must reach to beat the kept structure by more than REGRET:
     min_cost: a cost c with kept > c * (1 + REGRET); max_throughput: a scale c with
@@ -192,11 +197,9 @@ class Prober:
         the shared model alone under QUICK_WORK; the full question (own plans first) when that
         is undecided. Each step answers only what it decides, so the answer is the full
         question's when that decides (tests/fleet/test_reach_shortcuts.py)."""
-        key = (inst.cap.tobytes(), inst.devices.tobytes(), inst.services)
         if inst.objective == "min_cost":
-            for counts in list(self.known.get(key, ())):
-                if (int((counts * inst.cost).sum()) <= target and bool((counts <= inst.ub).all())
-                        and fits(inst, counts)):
+            for counts in self._known_plans(inst):
+                if int((counts * inst.cost).sum()) <= target:
                     self.shortcuts += 1
                     return True
         got, counts = None, None
@@ -206,8 +209,15 @@ class Prober:
             got, counts = reach_plan(inst, target, opts, self.memo.alone)
         if counts is not None:
             with self.memo._lock:
-                self.known.setdefault(key, []).append(counts)
+                self.known.setdefault(_plan_key(inst), []).append(counts)
         return got
+
+    def _known_plans(self, inst: FleetInstance) -> list[np.ndarray]:
+        """The free plans this prober's probes found that are plans of `inst` too (a price only
+        changes costs and the budget: the same columns, capacities and demands, within the
+        shared limits and the instance bounds), in the order found."""
+        return [c for c in list(self.known.get(_plan_key(inst), ()))
+                if bool((c <= inst.ub).all()) and fits(inst, c)]
 
     def best_plan(self, variant: ResolvedProblem) -> PlanResult | None:
         """The best plan at `variant` (what the plan becomes there); None once the safety net fired."""
@@ -215,11 +225,18 @@ class Prober:
             return None
         full, _ = self._tables(variant)
         self.plans += 1
+        # start from the cheapest plan a probe found here (min_cost): the own plans' union,
+        # repaired to fit the shared supply, was up to 33% dearer than the optimum on
+        # three-services' beyond plans, and finding the optimum took ~40% of their cost stage
+        inst = build_instance(variant, full)
+        plans = self._known_plans(inst) if inst.objective == "min_cost" else []
+        hint = min(plans, key=lambda c: int((c * inst.cost).sum())) if plans else None
         # the services' own plans at `variant` are those its probe proved: the same instance and
         # the same options (BEYOND_WORK = PROBE_WORK, one presolve round), so the same memo key,
         # plans and bounds (one presolve round changed no beyond-plan stage of three-services:
         # benchmarks/plan_speed.md)
         opts = self.opts.follow_up(time_limit_s=self.budget.seconds_left(), primary_work=BEYOND_WORK,
                                    tiebreak_work=TIEBREAK_WORK, presolve_iterations=PRESOLVE_ITERATIONS)
-        doc = plan(variant, opts, timings=False, candidates=full, compare=False, memo=self.memo.alone)
+        doc = plan(variant, opts, timings=False, candidates=full, compare=False, memo=self.memo.alone,
+                   hint=hint)
         return None if self.budget.late() else doc

@@ -261,11 +261,17 @@ def _solve_reach(fm: FleetModel, opts: SolveOptions, t0: float, work: float,
     return (False if status == cp_model.INFEASIBLE else None), None
 
 
-def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions(), memo: Memo | None = None) -> FleetSolution:
-    """The staged solve (cost or throughput, then the tie-breaks); `memo`: as `solve_primary`."""
+def solve(inst: FleetInstance, opts: SolveOptions = SolveOptions(), memo: Memo | None = None,
+          hint: np.ndarray | None = None) -> FleetSolution:
+    """The staged solve (cost or throughput, then the tie-breaks); `memo`: as `solve_primary`;
+    `hint`: instance counts of a known plan of `inst` to start from instead of the own plans'."""
     t0 = time.perf_counter()
     fm = build_model(inst)
     _use_standalone(fm, opts, memo)
+    if hint is not None:
+        fm.m.clear_hints()
+        for v, x in zip(fm.v.n, hint):
+            fm.m.add_hint(v, int(x))
     spec = stages(fm)
     hint_vars = fm.v.all()
     done: list[Stage] = []

@@ -10,6 +10,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from solver import __version__
 from solver.candidates.build import build_candidates
 from solver.candidates.table import CandidateSet
@@ -109,6 +111,7 @@ def _feasible(rp: ResolvedProblem, cs: CandidateSet, inst: FleetInstance, sol: F
 def plan(
     rp: ResolvedProblem, opts: SolveOptions = SolveOptions(), timings: bool = True,
     candidates: CandidateSet | None = None, compare: bool = True, memo: Memo | None = None,
+    hint: np.ndarray | None = None,
 ) -> PlanResult:
     """Plan a resolved problem; the returned document has passed `verify`.
 
@@ -118,7 +121,8 @@ def plan(
     heterogeneous plan again with every KV route inside one type to state its saving; the
     decision record's what-if solves, which only need the plan, pass False. `memo`: the
     services' proven own plans to reuse (solver/fleet/standalone.py; a probe's plan beyond an
-    interval's end has them from its own probe)."""
+    interval's end has them from its own probe). `hint`: a known plan's instance counts on
+    the problem's fleet instance to start from (solver/fleet/solve.py `solve`)."""
     t0 = time.perf_counter()
     cs = candidates if candidates is not None else build_candidates(rp)
     reasons = _no_runtime_left(rp, cs)
@@ -129,7 +133,7 @@ def plan(
     if rp.horizon is not None:
         return _plan_periods(rp, cs, opts, t0 if timings else None)
     inst = build_instance(rp, cs)
-    sol = solve(inst, opts, memo)
+    sol = solve(inst, opts, memo, hint)
     if sol.status == "infeasible":
         doc = _infeasible(rp, cs, opts, time.perf_counter() - t0 if timings else None,
                           sol.infeasible_groups, sol)
