@@ -25,8 +25,10 @@ class SolveOptions:
     # periods (solver/fleet/periods_solve.py) of a long horizon accepts e.g. 0.01
     relative_gap: float | None = None
     # hint a repaired union of the services' own plans when theirs breaks a shared limit
-    # (solver/fleet/repair.py). Off for the plan and every plan the record names: a hint can
-    # change which of several equally good fleets is found, and those must stay as they were
+    # (solver/fleet/repair.py). Off for the plan and the what-ifs the record names: a hint can
+    # change which of several equally good fleets is found, and those stay as they were (the
+    # plans beyond the validity ends start from their probes' cheapest plan instead:
+    # solver/decision/probe.py `best_plan`; the repair there cost more than it saved)
     repair_hint: bool = False
     solver_log: bool = False  # CP-SAT's search log of every solve, on stderr (plan --solver-log)
     export_model: Path | None = None  # write the primary stage's model here (plan --export-model)
