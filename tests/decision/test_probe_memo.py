@@ -77,3 +77,36 @@ def test_the_plan_beyond_an_end_reuses_its_probes_own_plans(monkeypatch):
     fresh = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0)).best_plan(variant)
     assert beyond is not None and fresh is not None
     assert beyond.cost_per_hour == fresh.cost_per_hour and beyond.services == fresh.services
+
+
+def test_the_plan_beyond_an_end_starts_from_the_cheapest_known_plan(monkeypatch):
+    """`Prober.best_plan` hints the cheapest of the plans its probes found there that keep the
+    instance's bounds and shared limits; one over a column's bound is left out, and with none
+    left the plan starts as before (no hint)."""
+    import numpy as np
+
+    import solver.decision.probe as probe
+    from solver.fleet.instance import build_instance
+    from solver.fleet.solve import solve
+
+    rp, cs, doc = _default()
+    kept = only_configurations(cs, doc, rp)
+    name = rp.hardware_names[0]
+    variant = derive(rp, prices={name: rp.prices[0] * 1.3})
+    pr = Prober(rp, cs, kept, OPTS, SearchBudget(10, 600.0))
+    full, _ = pr._tables(variant)
+    inst = build_instance(variant, full)
+    best = solve(inst, OPTS).counts
+    col = int(np.flatnonzero(best < inst.ub)[0])
+    dearer = best.copy()
+    dearer[col] += 1
+    over = best.copy()
+    over[col] = inst.ub[col] + 1
+    hints = []
+    real_plan = probe.plan
+    monkeypatch.setattr(probe, "plan", lambda *a, hint=None, **k: hints.append(hint) or real_plan(*a, **k))
+    pr.known[probe._plan_key(inst)] = [dearer, over, best]
+    assert pr.best_plan(variant) is not None
+    pr.known[probe._plan_key(inst)] = [over]
+    assert pr.best_plan(variant) is not None
+    assert np.array_equal(hints[0], best) and hints[1] is None
