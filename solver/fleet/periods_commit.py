@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from solver.fleet import dominance
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
@@ -72,8 +73,9 @@ class PeriodBounds:
 
     def alone(self, p: int) -> PeriodInstance:
         pi = self.pi
+        # the dominance bounds (solver/fleet/dominance.py): the same least cost, proven faster
         return dataclasses.replace(
-            pi, periods=(pi.periods[p],), names=(pi.names[p],), seconds=(1,), start_cost=0,
+            pi, periods=(dominance.bounded(pi.periods[p], pi.termed),), names=(pi.names[p],), seconds=(1,), start_cost=0,
             committed_price=tuple(None if x is None else 0 for x in pi.committed_price),
             on_demand_supply=tuple((x[p],) for x in pi.on_demand_supply))
 

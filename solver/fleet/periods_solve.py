@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
+from solver.fleet import dominance
 from solver.fleet import integerize as ints
 from solver.fleet import periods_box as box
 from solver.fleet import periods_commit as commit
@@ -98,7 +99,8 @@ def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
 def alone(pi: PeriodInstance, p: int, cost: np.ndarray, opts: SolveOptions, limit: float):
     """Period p planned alone at these column costs: (counts, a proven lower bound in 1e-4 USD/h),
     or None when nothing was found."""
-    sol = solve(dataclasses.replace(pi.periods[p], cost=cost), opts.follow_up(max_stages=1, time_limit_s=limit,
+    inst = dominance.bounded(dataclasses.replace(pi.periods[p], cost=cost), pi.termed)  # same least cost
+    sol = solve(inst, opts.follow_up(max_stages=1, time_limit_s=limit,
                                                                             primary_work=HINT_WORK))
     if sol.status == SolveStatus.INFEASIBLE:
         return None
@@ -128,7 +130,7 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
     # first the envelope (every service at its highest period demand, the base columns): its
     # plan covers every period, so each period has a hint even when the budget runs out
-    envelope = dataclasses.replace(pi.base, cost=low)
+    envelope = dominance.bounded(dataclasses.replace(pi.base, cost=low), pi.termed)
     sol = solve(envelope, opts.follow_up(max_stages=1, time_limit_s=budget_s, primary_work=HINT_WORK))
     if sol.status != SolveStatus.INFEASIBLE:
         cover_key = tuple(s.demand for s in pi.base.services)
