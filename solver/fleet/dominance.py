@@ -87,24 +87,32 @@ def _strict(inst: FleetInstance, termed, c: int, t: int, m: int, k: int) -> bool
     return cost or dev or cap or k < m or (k == m and t < c)
 
 
-def dominance_bounds(inst: FleetInstance, termed) -> np.ndarray:
-    """Per column an upper bound on its instances in some cheapest plan (the instance's `ub`
-    where no replacement applies); `termed` per hardware type: priced by commitment terms."""
-    ub = inst.ub.copy()
+def column_limits(inst: FleetInstance, termed) -> np.ndarray:
+    """Per column the most instances some cheapest plan needs by replacement (m - 1), whatever
+    the demand (a replacement reads the columns only): -1 where none applies."""
+    out = np.full(len(inst), -1, dtype=np.int64)
     if not eligible(inst):
-        return ub
+        return out
     for s in range(len(inst.services)):
         for r in _roles(inst, s):
             cols = [int(c) for c in inst.rows(s, r)]
             for c in cols:
                 ms = [m for t in cols if t != c for m in [least_m(inst, termed, c, t)] if m is not None]
                 if ms:
-                    ub[c] = min(ub[c], min(ms) - 1)
-    return ub
+                    out[c] = min(ms) - 1
+    return out
 
 
-def bounded(inst: FleetInstance, termed) -> FleetInstance:
+def dominance_bounds(inst: FleetInstance, termed, limits: np.ndarray | None = None) -> np.ndarray:
+    """Per column an upper bound on its instances in some cheapest plan (the instance's `ub`
+    where no replacement applies); `termed` per hardware type: priced by commitment terms;
+    `limits`: `column_limits` of the same columns (the periods share them), computed if None."""
+    lim = column_limits(inst, termed) if limits is None else limits
+    return np.where(lim >= 0, np.minimum(inst.ub, lim), inst.ub)
+
+
+def bounded(inst: FleetInstance, termed, limits: np.ndarray | None = None) -> FleetInstance:
     """The instance with its dominance bounds as instance bounds."""
-    ub = dominance_bounds(inst, termed)
+    ub = dominance_bounds(inst, termed, limits)
     return inst if np.array_equal(ub, inst.ub) else dataclasses.replace(inst, ub=ub)
 

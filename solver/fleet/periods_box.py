@@ -27,7 +27,6 @@ import dataclasses
 import heapq
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +35,9 @@ from ortools.sat.python import cp_model
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
-from solver.fleet.periods_commit import PeriodBounds
+from solver.fleet.periods_commit import PeriodBounds, period_groups
+from solver.fleet.periods_lagrange import Lagrange
+from solver.fleet.pool import Pool
 
 # CP-SAT deterministic time of the box search per second of the time limit: the rest goes to the
 # period hints (a quarter), the final solve at the best vector and its tie-breaks
@@ -44,7 +45,6 @@ BOX_WORK_SHARE = 0.2
 POINT_WORK = 0.25  # deterministic time of a period's first solve at a vector (re-solves double it)
 MAX_POINT_WORK = 8.0  # the most a period's re-solve at one vector gets
 LEAF_WORK = 2.0  # deterministic time of the model over periods at one vector (with a start cost)
-THREADS = 2  # periods solved side by side, one CP-SAT worker each (benchmarks/multiperiod.md: 2 cores)
 
 
 @dataclass
@@ -62,33 +62,57 @@ class Table:
     bounded by every solved box that contains it (B_k does not fall as the box shrinks)."""
 
     def __init__(self, pi: PeriodInstance, opts: SolveOptions, cost_of, types: list[int], floors: list,
-                 high: list):
+                 high: list, pool: Pool | None = None):
         self.pi, self.opts, self.cost_of, self.types = pi, opts, cost_of, types
         pb = PeriodBounds(pi, opts, cost_of)
-        keys: dict[tuple, list[int]] = {}
-        for p in range(pi.n_periods):
-            keys.setdefault(pb.key(p, ()), []).append(p)
-        self.groups = list(keys.values())  # periods of equal demand and supply, first-seen order
+        self.groups = period_groups(pi)  # periods of equal demand and supply, first-seen order
         self.key_of = {p: k for k, g in enumerate(self.groups) for p in g}
         self.weight = [sum(pi.seconds[p] for p in g) for g in self.groups]
         self.alone = [dataclasses.replace(pb.alone(g[0]), committed_price=pi.committed_price) for g in self.groups]
         self.caps = [np.array([device_bound(a, h) for h in types]) for a in self.alone]
         self.cp = np.array([int(pi.committed_price[h] or 0) for h in types])
+        self.price = [self.cp.copy() for _ in self.groups]  # per group: its committed price per second
+        self.pool = pool
         self.boxes: list[dict[tuple, Point]] = [{} for _ in self.groups]
         self.work_used = 0.0
         self.solves = 0
-        zero = tuple(0 for _ in types)
-        for k, g in enumerate(self.groups):  # over every level: the period at the lower prices;
-            if floors and floors[g[0]] is not None:  # at no committed device: at the higher ones
-                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(floors[g[0]]), None, 0.0, False)
-            if high and high[g[0]] is not None:
-                self.boxes[k][(zero, zero)] = Point(float(high[g[0]]), None, 0.0, False)
+        self.high = high
+        self.seed([None if not floors else floors[g[0]] for g in self.groups])
+
+    def seed(self, full: list) -> None:
+        """Bounds known before any box: over every level `full[k]` (the period at the lower
+        prices, or at its split's linear prices), at no committed device the period at the
+        higher prices (the hints' high floors: no price of committed devices enters)."""
+        zero = tuple(0 for _ in self.types)
+        for k, g in enumerate(self.groups):
+            if full[k] is not None:
+                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(full[k]), None, 0.0, False)
+            if self.high and self.high[g[0]] is not None:
+                self.boxes[k][(zero, zero)] = Point(float(self.high[g[0]]), None, 0.0, False)
+
+    def reprice(self, prices: np.ndarray, full: list) -> None:
+        """Committed prices per group (a split of the horizon's, solver/fleet/periods_lagrange.py)
+        with `full[k]` the bound over every level at them: the boxes solved at single vectors
+        keep their plans and bounds (moved by the price change at that vector), the rest go."""
+        old = self.price
+        self.price = [np.array(x, dtype=np.int64) for x in prices]
+        for k in range(len(self.groups)):
+            price = list(self.alone[k].committed_price)
+            for i, h in enumerate(self.types):
+                price[h] = None if self.pi.committed_price[h] is None else int(self.price[k][i])
+            self.alone[k] = dataclasses.replace(self.alone[k], committed_price=tuple(price))
+            kept = {}
+            for (a, b), pt in self.boxes[k].items():
+                if a == b and pt.counts is not None:
+                    kept[(a, b)] = dataclasses.replace(pt, lb=pt.lb + float(np.dot(self.price[k] - old[k], a)))
+            self.boxes[k] = kept
+        self.seed(full)
 
     def clamp(self, k: int, lo: tuple, hi: tuple) -> tuple[tuple, tuple, float]:
         """The box within the levels period k can use, and the committed price per second of
         the levels beyond them (paid, never used)."""
         cap = self.caps[k]
-        beyond = float(np.sum(self.cp * np.maximum(np.array(lo) - cap, 0)))
+        beyond = float(np.sum(self.price[k] * np.maximum(np.array(lo) - cap, 0)))
         return (tuple(int(x) for x in np.minimum(lo, cap)), tuple(int(x) for x in np.minimum(hi, cap)), beyond)
 
     def bound(self, k: int, lo: tuple, hi: tuple) -> float:
@@ -101,8 +125,10 @@ class Table:
         return best + beyond
 
     def lower(self, lo: tuple, hi: tuple) -> float:
-        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it)."""
-        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)))
+        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it), plus
+        the committed price the split left out (rounding down) at lo."""
+        left = self.pi.horizon_s * self.cp - sum(w * p for w, p in zip(self.weight, self.price))
+        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)) + np.dot(left, lo))
 
     def lb(self, lo: tuple, hi: tuple) -> float:
         return max(self.lower(lo, hi), self.corner(lo, hi))
@@ -114,7 +140,7 @@ class Table:
         g = 0.0
         for k, w in enumerate(self.weight):
             b = self.clamp(k, lo, hi)[1]
-            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.cp, b)))
+            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.price[k], b)))
         return fixed + g
 
     def needs(self, lo: tuple, hi: tuple, work: float) -> list[int]:
@@ -128,12 +154,13 @@ class Table:
         return out
 
     def solve(self, lo: tuple, hi: tuple, work: float, deadline: float) -> None:
-        """Solve every period that `needs` it on the box, THREADS side by side (deterministic:
+        """Solve every period that `needs` it on the box, side by side in the pool (deterministic:
         each solve is one sequential CP-SAT worker under a deterministic limit)."""
         todo = self.needs(lo, hi, work)
         boxes = [self.clamp(k, lo, hi)[:2] for k in todo]
-        with ThreadPoolExecutor(THREADS) as ex:
-            got = list(ex.map(lambda kb: self._solve_one(kb[0], kb[1], work, deadline), zip(todo, boxes)))
+        tasks = [(self.alone[k], self.types, box, self._hint(k, box), self.cost_of, self.opts,
+                  deadline - time.perf_counter(), work) for k, box in zip(todo, boxes)]
+        got = self.pool.map(solve_box, tasks) if self.pool is not None else [solve_box(*t) for t in tasks]
         self.solves += len(todo)
         for k, box, (pt, det) in zip(todo, boxes, got):
             self.work_used += det
@@ -149,27 +176,31 @@ class Table:
                 if pt.counts is not None]
         return self.boxes[k][min(near)[1:]].counts if near else None
 
-    def _solve_one(self, k: int, box: tuple, work: float, deadline: float) -> tuple[Point, float]:
-        pm = PeriodModel(self.alone[k])
-        for h, a, b in zip(self.types, *box):
-            pm.m.add(pm.commit.committed[h] >= a)
-            pm.m.add(pm.commit.committed[h] <= b)
-        hint = self._hint(k, box)
-        if hint is not None:
-            for v, x in zip(pm.fms[0].v.n, hint):
-                pm.m.add_hint(v, int(x))
-        pm.m.minimize(self.cost_of(pm))
-        solver = make_solver(self.opts, deadline - time.perf_counter(), work)
-        status = solver.solve(pm.m)
-        check_status(status, pm.m)
-        det = float(solver.response_proto.deterministic_time)
-        if status == cp_model.INFEASIBLE:
-            return Point(math.inf, None, work, True), det
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Point(0.0, None, work, False), det
-        counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
-        lb = float(math.ceil(solver.best_objective_bound - 1e-6))
-        return Point(lb, counts, work, status == cp_model.OPTIMAL), det
+
+
+def solve_box(alone: PeriodInstance, types: list[int], box: tuple, hint: np.ndarray | None, cost_of,
+              opts: SolveOptions, time_left: float, work: float) -> tuple[Point, float]:
+    """B_k on a box: the period `alone` with its committed levels within the box (a module-level
+    function, so that a worker process can run it: solver/fleet/pool.py)."""
+    pm = PeriodModel(alone)
+    for h, a, b in zip(types, *box):
+        pm.m.add(pm.commit.committed[h] >= a)
+        pm.m.add(pm.commit.committed[h] <= b)
+    if hint is not None:
+        for v, x in zip(pm.fms[0].v.n, hint):
+            pm.m.add_hint(v, int(x))
+    pm.m.minimize(cost_of(pm))
+    solver = make_solver(opts, time_left, work)
+    status = solver.solve(pm.m)
+    check_status(status, pm.m)
+    det = float(solver.response_proto.deterministic_time)
+    if status == cp_model.INFEASIBLE:
+        return Point(math.inf, None, work, True), det
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Point(0.0, None, work, False), det
+    counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
+    lb = float(math.ceil(solver.best_objective_bound - 1e-6))
+    return Point(lb, counts, work, status == cp_model.OPTIMAL), det
 
 
 @dataclass
@@ -350,18 +381,44 @@ class BoxSearch:
         return min(best, self.floor, open_bound)
 
 
+def split_prices(search: BoxSearch, lagrange: Lagrange, top: tuple) -> None:
+    """The committed price split across the periods (`Lagrange.search` towards the incumbent),
+    its plans offered as incumbents; the table repriced when the split's bound beats the
+    uniform one over the whole range."""
+    table = search.table
+
+    def offer(plans: list) -> None:
+        by_period = [None] * search.pi.n_periods
+        for k, g in enumerate(table.groups):
+            for p in g:
+                by_period[p] = plans[k]
+        if all(c is not None for c in by_period):
+            search.offer(by_period)
+
+    zero = tuple(0 for _ in top)
+    split = lagrange.search(float(search.best.value), on_plans=offer)
+    table.work_used += split.work
+    if split.bound > table.lower(zero, top):
+        table.reprice(split.prices, split.bounds)
+
+
 def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
-                 floors: tuple[list, list], cost_of, t0: float, leaf=None) -> BoxResult | None:
+                 floors: tuple[list, list], cost_of, t0: float, leaf=None, pool: Pool | None = None,
+                 lagrange: Lagrange | None = None) -> BoxResult | None:
     """The cheapest committed vector over `ranges` by boxes; `first` (the hinted levels) solved
     first for an incumbent; `floors` per period proven bounds of its cost at the lower prices
     (any level) and at the higher ones (no committed device); `leaf` (with a start cost) solves
-    the model over periods at one vector (`BoxSearch.close`)."""
+    the model over periods at one vector (`BoxSearch.close`); `lagrange` (over the same types and
+    period groups): the committed price split across the periods before the boxes
+    (solver/fleet/periods_lagrange.py), its plans offered as incumbents."""
     types = sorted(ranges)
-    table = Table(pi, opts, cost_of, types, *floors)
+    table = Table(pi, opts, cost_of, types, *floors, pool=pool)
     search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
     if first:
         c = tuple(min(first[h], ranges[h][-1]) for h in types)
         search.evaluate(c, c, POINT_WORK)
+    if lagrange is not None and search.best is not None:
+        split_prices(search, lagrange, tuple(ranges[h][-1] for h in types))
     bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
                        BOX_WORK_SHARE * opts.time_limit_s)
     if search.best is None:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solver.fleet import dominance
 from solver.fleet import integerize as ints
 from solver.fleet import periods_box as box
 from solver.fleet import periods_commit as commit
@@ -28,6 +27,8 @@ from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.objective import ObjectiveStage, configs_expr, devices_expr
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, PeriodModel
+from solver.fleet.periods_lagrange import Lagrange, decomposes
+from solver.fleet.pool import PROCESSES, Pool
 from solver.fleet.solve import Stage, solve
 from solver.fleet.status import SolveStatus, found
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
@@ -41,6 +42,9 @@ PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameter
 # three-service benchmark, benchmarks/multiperiod.md); off in tests comparing with the one model
 BOX_SEARCH = True
 FINAL_WORK = 2.0  # deterministic time per 24 periods of the model at the boxes' best vector (hinted)
+# periods x columns from which the box search's solves run in worker processes (the
+# three-service day: 24 x 137; the tests' instances stay in this process)
+POOL_SIZE = 1000
 
 
 @dataclass
@@ -99,7 +103,7 @@ def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
 def alone(pi: PeriodInstance, p: int, cost: np.ndarray, opts: SolveOptions, limit: float):
     """Period p planned alone at these column costs: (counts, a proven lower bound in 1e-4 USD/h),
     or None when nothing was found."""
-    inst = dominance.bounded(dataclasses.replace(pi.periods[p], cost=cost), pi.termed)  # same least cost
+    inst = pi.bounded(dataclasses.replace(pi.periods[p], cost=cost))  # the same least cost
     sol = solve(inst, opts.follow_up(max_stages=1, time_limit_s=limit,
                                                                             primary_work=HINT_WORK))
     if sol.status == SolveStatus.INFEASIBLE:
@@ -130,7 +134,7 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
     out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
     # first the envelope (every service at its highest period demand, the base columns): its
     # plan covers every period, so each period has a hint even when the budget runs out
-    envelope = dominance.bounded(dataclasses.replace(pi.base, cost=low), pi.termed)
+    envelope = pi.bounded(dataclasses.replace(pi.base, cost=low))
     sol = solve(envelope, opts.follow_up(max_stages=1, time_limit_s=budget_s, primary_work=HINT_WORK))
     if sol.status != SolveStatus.INFEASIBLE:
         cover_key = tuple(s.demand for s in pi.base.services)
@@ -154,6 +158,19 @@ def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hin
         if cover:  # the least demand that covers this period's
             out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
     out.solves = len(solved)
+    return out
+
+
+def service_hints(pi: PeriodInstance, lg: Lagrange) -> Hints:
+    """`period_hints` by the services planned alone (every period, the rows shared by the
+    services absent: `periods_lagrange.decomposes`): each period at the lower prices (its plan
+    and floor: the uniform split) and at the higher ones (its high floor)."""
+    _, plans, _, low = lg.periods(lg.uniform())
+    high = lg.periods(lg.on_demand())[3]
+    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, len(lg.memo), [None] * pi.n_periods)
+    for k, g in enumerate(lg.groups):
+        for p in g:
+            out.counts[p], out.floors[p], out.high_floors[p] = plans[k], low[k], high[k]
     return out
 
 
@@ -352,7 +369,8 @@ def _fixed(pi: PeriodInstance, levels: dict[int, int], counts: list, cut: float,
     return pm, solver, status
 
 
-def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float, pool: Pool,
+              lg: Lagrange | None) -> PeriodSolution | None:
     """The committed vector searched by boxes (solver/fleet/periods_box.py); its best plan is
     the hint of the model over periods at its levels (cut at its cost), which then runs the
     tie-breaks. None when the boxes found no plan."""
@@ -364,7 +382,7 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
         return (status, solver.objective_value, solver.best_objective_bound, list(_read(pm, solver)["counts"]), det)
 
     got = box.search_boxes(pi, commit.all_level_ranges(pi), opts, hinted_levels(pi, hints.counts) or {},
-                           (hints.floors, hints.high_floors), cost_expr, t0, leaf)
+                           (hints.floors, hints.high_floors), cost_expr, t0, leaf, pool, lg)
     if got is None:
         return None
     work = FINAL_WORK * max(1.0, pi.n_periods / 24)
@@ -377,17 +395,31 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
 
 def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
     """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of
-    time). Few committed vectors: searched exactly (`_by_levels`); more: by boxes (`_by_boxes`);
+    time). Few committed vectors: searched exactly (`_by_levels`); more: by boxes (`_by_boxes`,
+    the committed price split across the periods first where the services plan apart);
     without a plan from them (or with BOX_SEARCH off), one model over periods."""
     t0 = time.perf_counter()
-    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
     ranges = commit.level_ranges(pi)
-    if ranges is not None:
-        return _by_levels(pi, ranges, opts, hints, t0)
-    if BOX_SEARCH:
-        got = _by_boxes(pi, opts, hints, t0)
-        if got is not None:
-            return got
+    boxes = ranges is None and BOX_SEARCH
+    big = pi.n_periods * len(pi.base) >= POOL_SIZE
+    with Pool(PROCESSES if boxes and big else 1) as pool:
+        lg = None
+        if boxes and decomposes(pi.base):
+            lg = Lagrange(pi, sorted(commit.all_level_ranges(pi)), commit.period_groups(pi), opts, pool)
+            hints = service_hints(pi, lg)
+        else:
+            hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
+        if ranges is not None:
+            return _by_levels(pi, ranges, opts, hints, t0)
+        if boxes:
+            got = _by_boxes(pi, opts, hints, t0, pool, lg)
+            if got is not None:
+                return got
+    return _one_model(pi, opts, hints, t0)
+
+
+def _one_model(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+    """The one model over periods (core-based search beside max-LP), hinted and cut."""
     pm = PeriodModel(pi)
     apply_hints(pm, hints.counts)
     post_floors(pm, hints)
