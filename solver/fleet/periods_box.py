@@ -36,7 +36,7 @@ from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
 from solver.fleet.periods_commit import PeriodBounds, period_groups
-from solver.fleet.periods_lagrange import Lagrange
+from solver.fleet.periods_lagrange import Lagrange, split_prices
 from solver.fleet.pool import Pool
 
 # CP-SAT deterministic time of the box search per second of the time limit: the rest goes to the
@@ -381,44 +381,27 @@ class BoxSearch:
         return min(best, self.floor, open_bound)
 
 
-def split_prices(search: BoxSearch, lagrange: Lagrange, top: tuple) -> None:
-    """The committed price split across the periods (`Lagrange.search` towards the incumbent),
-    its plans offered as incumbents; the table repriced when the split's bound beats the
-    uniform one over the whole range."""
-    table = search.table
-
-    def offer(plans: list) -> None:
-        by_period = [None] * search.pi.n_periods
-        for k, g in enumerate(table.groups):
-            for p in g:
-                by_period[p] = plans[k]
-        if all(c is not None for c in by_period):
-            search.offer(by_period)
-
-    zero = tuple(0 for _ in top)
-    split = lagrange.search(float(search.best.value), on_plans=offer)
-    table.work_used += split.work
-    if split.bound > table.lower(zero, top):
-        table.reprice(split.prices, split.bounds)
-
-
 def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
                  floors: tuple[list, list], cost_of, t0: float, leaf=None, pool: Pool | None = None,
-                 lagrange: Lagrange | None = None) -> BoxResult | None:
+                 lagrange: Lagrange | None = None, plans: list | None = None) -> BoxResult | None:
     """The cheapest committed vector over `ranges` by boxes; `first` (the hinted levels) solved
     first for an incumbent; `floors` per period proven bounds of its cost at the lower prices
     (any level) and at the higher ones (no committed device); `leaf` (with a start cost) solves
     the model over periods at one vector (`BoxSearch.close`); `lagrange` (over the same types and
     period groups): the committed price split across the periods before the boxes
-    (solver/fleet/periods_lagrange.py), its plans offered as incumbents."""
+    (solver/fleet/periods_lagrange.py) towards the incumbent of `plans` (per period), its plans
+    offered as incumbents."""
     types = sorted(ranges)
     table = Table(pi, opts, cost_of, types, *floors, pool=pool)
     search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
+    if lagrange is not None and plans is not None and all(c is not None for c in plans):
+        search.offer(plans)  # the periods' own plans: the split's first target
+    if lagrange is not None and search.best is not None:
+        split_prices(search, lagrange, tuple(ranges[h][-1] for h in types))
+        first = search.best.levels  # its levels: the split's plans may have beaten the hints'
     if first:
         c = tuple(min(first[h], ranges[h][-1]) for h in types)
         search.evaluate(c, c, POINT_WORK)
-    if lagrange is not None and search.best is not None:
-        split_prices(search, lagrange, tuple(ranges[h][-1] for h in types))
     bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
                        BOX_WORK_SHARE * opts.time_limit_s)
     if search.best is None:

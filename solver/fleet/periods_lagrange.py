@@ -41,7 +41,12 @@ from solver.fleet.periods import PeriodInstance
 from solver.fleet.pool import Pool
 from solver.fleet.standalone import sub_instance
 
-STEPS = 12  # subgradient steps (each: every distinct period planned alone at linear prices)
+# subgradient steps: at most STEPS, and at most SOLVES_PER_S sub-solves (each service of each
+# distinct period planned alone, about 28 ms of CPU) per second of the time limit: the
+# three-service day (72 a step) gets 13 steps in 60 s, its week (504 a step) 9 in 300 s. On the
+# day the bound rose 6,263.52 -> 6,348.76 in 9 steps and 6,358.93 in 12 (benchmarks/multiperiod.md)
+STEPS = 12
+SOLVES_PER_S = 16
 SUB_WORK = 1.0  # deterministic time of one service planned alone (most prove in 0.05-0.2)
 FIRST_FACTOR = 1.0  # Polyak's step aims this far past the incumbent at first, halved on a miss
 
@@ -174,9 +179,15 @@ class Lagrange:
         """pi_k = floor(nu_k / w_k): sum_k w_k pi_k <= H cp stays true."""
         return np.floor(nu / self.weight[:, None] + 1e-9)
 
-    def search(self, target: float, steps: int = STEPS, on_plans=None) -> Split:
-        """The best split found from the uniform one (see the module); `on_plans(plans)` sees
-        every evaluation's plans (per group)."""
+    def steps(self) -> int:
+        """The steps the time limit buys (`SOLVES_PER_S`), at most STEPS: deterministic."""
+        per_step = sum(len(subs) for _, subs in self.tasks(self.uniform()))
+        return max(0, min(STEPS, int(SOLVES_PER_S * self.opts.time_limit_s) // max(per_step, 1) - 1))
+
+    def search(self, target: float, steps: int | None = None, on_plans=None) -> Split:
+        """The best split found from the uniform one (see the module) in `steps` steps (None:
+        `steps()`); `on_plans(plans)` sees every evaluation's plans (per group)."""
+        steps = self.steps() if steps is None else steps
         H = float(self.pi.horizon_s)
         nu = self.weight[:, None] * self.cp[None, :]
         best, levels = self._split(self.uniform(), on_plans)
@@ -206,6 +217,27 @@ class Lagrange:
         if on_plans is not None:
             on_plans(plans)
         return Split(prices, total, plans, bounds, 1), levels
+
+
+def split_prices(search, lagrange: Lagrange, top: tuple) -> None:
+    """The committed price split across the periods (`Lagrange.search` towards the incumbent)
+    for a box search (solver/fleet/periods_box.py `BoxSearch`, with an incumbent),
+    its plans offered as incumbents; the table repriced when the split's bound beats the
+    uniform one over the whole range."""
+    table = search.table
+
+    def offer(plans: list) -> None:
+        by_period = [None] * search.pi.n_periods
+        for k, g in enumerate(table.groups):
+            for p in g:
+                by_period[p] = plans[k]
+        if all(c is not None for c in by_period):
+            search.offer(by_period)
+
+    zero = tuple(0 for _ in top)
+    split = lagrange.search(search.target(), on_plans=offer)
+    if split.bound > table.lower(zero, top):
+        table.reprice(split.prices, split.bounds)
 
 
 def _project(nu: np.ndarray, total: np.ndarray) -> np.ndarray:
