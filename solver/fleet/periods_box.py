@@ -76,6 +76,7 @@ class Table:
         self.boxes: list[dict[tuple, Point]] = [{} for _ in self.groups]
         self.work_used = 0.0
         self.solves = 0
+        self.split_bound = 0.0  # L of the committed price split (solver/fleet/periods_lagrange.py)
         self.high = high
         self.seed([None if not floors else floors[g[0]] for g in self.groups])
 
@@ -277,10 +278,12 @@ class BoxSearch:
         """Per period its plan on the box (None where none was found)."""
         return [self.table.counts(self.table.key_of[p], lo, hi) for p in range(self.pi.n_periods)]
 
-    def offer(self, counts: list) -> None:
+    def offer(self, counts: list) -> Incumbent | None:
+        """The plan as an incumbent when it beats the best; returns its cost and levels."""
         got = plan_cost(self.pi, self.table.types, counts)
         if got is not None and (self.best is None or got.value < self.best.value):
             self.best = got
+        return got
 
     def push(self, lo: tuple, hi: tuple) -> None:
         self.seq += 1
@@ -394,16 +397,22 @@ def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOption
     types = sorted(ranges)
     table = Table(pi, opts, cost_of, types, *floors, pool=pool)
     search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
+    split, top = None, tuple(ranges[h][-1] for h in types)
     if lagrange is not None and plans is not None and all(c is not None for c in plans):
-        search.offer(plans)  # the periods' own plans: the split's first target
-    if lagrange is not None and search.best is not None:
-        split_prices(search, lagrange, tuple(ranges[h][-1] for h in types))
-        first = search.best.levels  # its levels: the split's plans may have beaten the hints'
+        search.offer(plans)  # the periods' own plans together: the split's first target
+        steps = lagrange.steps()
+        split, _ = split_prices(search, lagrange, top, steps // 2)
+        # then the periods at the levels of the best plan so far (the split's plans): on the
+        # day 69 H100 where the hints had 77, a cheaper plan (benchmarks/multiperiod.md)
+        first = search.best.levels
     if first:
         c = tuple(min(first[h], ranges[h][-1]) for h in types)
         search.evaluate(c, c, POINT_WORK)
+    if split is not None:  # the rest of the steps towards that (closer) incumbent
+        split_prices(search, lagrange, top, steps - steps // 2, split)
     bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
                        BOX_WORK_SHARE * opts.time_limit_s)
     if search.best is None:
         return None
+    bound = max(bound, min(table.split_bound, float(search.best.value)))
     return BoxResult(search.best, bound, search.boxes, table.solves, table.work_used)

@@ -49,6 +49,9 @@ STEPS = 12
 SOLVES_PER_S = 16
 SUB_WORK = 1.0  # deterministic time of one service planned alone (most prove in 0.05-0.2)
 FIRST_FACTOR = 1.0  # Polyak's step aims this far past the incumbent at first, halved on a miss
+# ... and at most this far above the bound so far: an incumbent far above it (the periods' own
+# plans together, 12% above on the three-service day) overshoots (benchmarks/multiperiod.md)
+AIM = 0.02
 
 
 @dataclass
@@ -184,22 +187,29 @@ class Lagrange:
         per_step = sum(len(subs) for _, subs in self.tasks(self.uniform()))
         return max(0, min(STEPS, int(SOLVES_PER_S * self.opts.time_limit_s) // max(per_step, 1) - 1))
 
-    def search(self, target: float, steps: int | None = None, on_plans=None) -> Split:
-        """The best split found from the uniform one (see the module) in `steps` steps (None:
-        `steps()`); `on_plans(plans)` sees every evaluation's plans (per group)."""
+    def search(self, target, steps: int | None = None, on_plans=None, start: Split | None = None) -> Split:
+        """The best split found from the uniform one (or `start`, a split found before: see the
+        module) in `steps` steps (None: `steps()`), towards `target` (a cost, or a function
+        returning the current one: the incumbent improves with the plans `on_plans(plans)` is
+        shown, per group)."""
         steps = self.steps() if steps is None else steps
+        aim = target if callable(target) else (lambda: target)
         H = float(self.pi.horizon_s)
-        nu = self.weight[:, None] * self.cp[None, :]
-        best, levels = self._split(self.uniform(), on_plans)
+        if start is None:
+            best, levels = self._split(self.uniform(), on_plans)
+        else:
+            best, levels = start, self.periods(start.prices)[2]
+        nu = self.weight[:, None] * best.prices
         factor = FIRST_FACTOR
         for _ in range(steps):
-            if best.bound >= target:
+            if best.bound >= float(aim()):
                 break
+            goal = min(float(aim()), (1 + AIM) * best.bound)
             d = levels - levels.mean(axis=0, keepdims=True)
             norm = float(np.sum(d * d))
             if norm == 0.0:
                 break
-            nu = _project(nu + factor * (target - best.bound) / norm * d, H * self.cp)
+            nu = _project(nu + factor * (goal - best.bound) / norm * d, H * self.cp)
             got, levels = self._split(self.integer_prices(nu), on_plans)
             best.evaluations += 1
             if got.bound > best.bound:
@@ -219,25 +229,31 @@ class Lagrange:
         return Split(prices, total, plans, bounds, 1), levels
 
 
-def split_prices(search, lagrange: Lagrange, top: tuple) -> None:
+def split_prices(search, lagrange: Lagrange, top: tuple, steps: int,
+                 start: Split | None = None) -> tuple[Split, dict[int, int] | None]:
     """The committed price split across the periods (`Lagrange.search` towards the incumbent)
     for a box search (solver/fleet/periods_box.py `BoxSearch`, with an incumbent),
     its plans offered as incumbents; the table repriced when the split's bound beats the
-    uniform one over the whole range."""
+    uniform one over the whole range. `steps` steps from `start` (None: the uniform split).
+    Returns the split and the levels of its best plan."""
     table = search.table
+    own = []  # the split's plans as incumbents
 
     def offer(plans: list) -> None:
         by_period = [None] * search.pi.n_periods
         for k, g in enumerate(table.groups):
             for p in g:
                 by_period[p] = plans[k]
-        if all(c is not None for c in by_period):
-            search.offer(by_period)
+        got = search.offer(by_period) if all(c is not None for c in by_period) else None
+        if got is not None and (not own or got.value < own[0].value):
+            own[:] = [got]
 
     zero = tuple(0 for _ in top)
-    split = lagrange.search(search.target(), on_plans=offer)
+    split = lagrange.search(search.target, steps, offer, start)
+    table.split_bound = max(table.split_bound, split.bound)  # a bound over every vector
     if split.bound > table.lower(zero, top):
         table.reprice(split.prices, split.bounds)
+    return split, (own[0].levels if own else None)
 
 
 def _project(nu: np.ndarray, total: np.ndarray) -> np.ndarray:
