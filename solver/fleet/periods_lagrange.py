@@ -17,8 +17,9 @@ power limit) fall apart by service: each service is one small model (`sub_instan
 `search` raises L by projected subgradient steps on nu_k = w_k pi_k (the plane sum_k nu_k =
 H cp, nu >= 0): a period's level C'_k is the subgradient, so the steps move committed price to
 the periods whose plans commit the most (the peaks). Polyak's step towards the incumbent,
-halved after a step that does not raise L; a fixed number of steps (deterministic: every
-sub-solve runs under a deterministic limit). The periods' plans together are also plans of the
+halved after a step that does not raise L, aimed at first at most AIM above L (doubled after
+each step that raises it); a fixed number of steps (deterministic: every sub-solve runs under
+a deterministic limit). The periods' plans together are also plans of the
 horizon (incumbents for the caller). The best split then prices the box search's periods
 (solver/fleet/periods_box.py), whose bound of the whole range is L.
 """
@@ -49,8 +50,9 @@ STEPS = 12
 SOLVES_PER_S = 16
 SUB_WORK = 1.0  # deterministic time of one service planned alone (most prove in 0.05-0.2)
 FIRST_FACTOR = 1.0  # Polyak's step aims this far past the incumbent at first, halved on a miss
-# ... and at most this far above the bound so far: an incumbent far above it (the periods' own
-# plans together, 12% above on the three-service day) overshoots (benchmarks/multiperiod.md)
+# ... and at most this far above the bound so far at first, twice as far after each step that
+# raised it: an incumbent far above the bound (the periods' own plans together, 12% above on
+# the three-service day) overshoots (benchmarks/multiperiod.md)
 AIM = 0.02
 
 
@@ -200,11 +202,12 @@ class Lagrange:
         else:
             best, levels = start, self.periods(start.prices)[2]
         nu = self.weight[:, None] * best.prices
+        reach = AIM
         factor = FIRST_FACTOR
         for _ in range(steps):
             if best.bound >= float(aim()):
                 break
-            goal = min(float(aim()), (1 + AIM) * best.bound)
+            goal = min(float(aim()), (1 + reach) * best.bound)
             d = levels - levels.mean(axis=0, keepdims=True)
             norm = float(np.sum(d * d))
             if norm == 0.0:
@@ -214,7 +217,7 @@ class Lagrange:
             best.evaluations += 1
             if got.bound > best.bound:
                 got.evaluations = best.evaluations
-                best = got
+                best, reach = got, 2 * reach
             else:
                 factor /= 2
                 nu = self.weight[:, None] * best.prices  # back to the best split

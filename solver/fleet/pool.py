@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 PROCESSES = 2  # the development machine's cores (benchmarks/multiperiod.md: 2 cores)
 MIN_TASKS = 2  # fewer tasks than this run in this process (a process pool's round trip is ~ms)
@@ -30,15 +31,22 @@ class Pool:
     def map(self, fn, args: list[tuple]) -> list:
         if self.workers <= 1 or len(args) < MIN_TASKS:
             return [fn(*a) for a in args]
-        if self._ex is None:
-            self._ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        futures = [self._ex.submit(fn, *a) for a in args]
-        return [f.result() for f in futures]
+        try:
+            if self._ex is None:
+                self._ex = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            futures = [self._ex.submit(fn, *a) for a in args]
+            return [f.result() for f in futures]
+        except (OSError, BrokenProcessPool):
+            # no processes to be had (a sandbox, a killed worker): the same solves here, the
+            # same answers (each solve is deterministic)
+            self.close()
+            self.workers = 1
+            return [fn(*a) for a in args]
 
     def close(self) -> None:
         if self._ex is not None:
-            self._ex.shutdown()
-            self._ex = None
+            ex, self._ex = self._ex, None
+            ex.shutdown()
 
     def __enter__(self) -> Pool:
         return self

@@ -13,7 +13,7 @@ from solver.fleet import periods_box, periods_commit
 from solver.fleet.instance import FleetInstance, ServiceSpec
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, period_instance
-from solver.fleet.periods_lagrange import Lagrange, _project
+from solver.fleet.periods_lagrange import Lagrange, _project, solve_priced
 from solver.fleet.periods_solve import cost_expr, period_hints
 from solver.fleet.pool import Pool
 from solver.schema.roles import COLOCATED
@@ -42,8 +42,10 @@ def test_split_moves_the_committed_price_to_the_peak():
     """30 then 10 QPS: committing 3 costs 3 x $1 x 2 h = $6 (2 committed: 4 + 3 = $7; 1: 2 + 6 =
     $8). At the uniform split each hour sees $1 a device: 3 + 1 = $4 (the floor sum). Splitting
     the $2 a committed device costs over the horizon as $2 on the first hour and $0 on the
-    second gives 3 x 2 + 1 x 0 = $6 = the optimum; one Polyak step from the uniform split
-    (levels 3 and 1: the step (+1, -1) x $2 / 2) lands there."""
+    second gives 3 x 2 + 1 x 0 = $6 = the optimum. Along the subgradient (levels 3 and 1: moving
+    committed price from the second hour to the first) L rises by $2 per $1 moved, so each
+    Polyak step reaches its aim exactly: 2%, 4%, 8%, 16% above the bound, then the incumbent $6:
+    4 -> 4.08 -> 4.2432 -> 4.5827 -> 5.3159 -> 6, six evaluations."""
     pi = one_type([30.0, 10.0])
     lg = Lagrange(pi, [0], [[0], [1]], OPTS, Pool(1))
     assert lg.evaluate(lg.uniform())[0] == pytest.approx(4 * COST_UNIT)
@@ -51,7 +53,7 @@ def test_split_moves_the_committed_price_to_the_peak():
     split = lg.search(6 * COST_UNIT)
     assert split.bound == pytest.approx(6 * COST_UNIT)
     assert split.prices[:, 0].tolist() == [20_000, 0]
-    assert split.evaluations == 2
+    assert split.evaluations == 6
 
 
 def test_projection_keeps_the_total_and_signs():
@@ -101,3 +103,18 @@ def test_repriced_box_bounds_are_below_every_vector_in_the_box(qps, a, b, rent, 
     for lo0, lo1, hi0, hi1 in spans + [(0, 0, *top), (*top, *top)]:
         inside = min(v for (x, y), v in costs.items() if lo0 <= x <= hi0 and lo1 <= y <= hi1)
         assert table.lb((lo0, lo1), (hi0, hi1)) <= inside + 1e-6
+
+
+def test_worker_processes_answer_as_this_process():
+    """The same sub-solves in two spawned processes and here: the same bounds and plans, in the
+    tasks' order (each solve one sequential CP-SAT worker under a deterministic limit)."""
+    pi = one_type([30.0, 10.0, 20.0, 40.0])
+    lg = Lagrange(pi, [0], [[p] for p in range(4)], OPTS, Pool(1))
+    subs = [inst for inst, _ in lg.tasks(np.array([[5_000.0], [20_000.0], [10_000.0], [40_000.0]]))]
+    tasks = [(inst, 1.0, 0) for inst in subs]
+    with Pool(2) as pool:
+        there = pool.map(solve_priced, tasks)
+    here = Pool(1).map(solve_priced, tasks)
+    assert [(b, c.tolist()) for b, c, _ in there] == [(b, c.tolist()) for b, c, _ in here]
+    # 3, 1, 2, 4 devices at min(price, $3) a device-hour: 3 x $0.50, 1 x $2, 2 x $1, 4 x $3
+    assert [b for b, _, _ in here] == [15_000, 20_000, 20_000, 120_000]
