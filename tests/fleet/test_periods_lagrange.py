@@ -44,16 +44,17 @@ def test_split_moves_the_committed_price_to_the_peak():
     the $2 a committed device costs over the horizon as $2 on the first hour and $0 on the
     second gives 3 x 2 + 1 x 0 = $6 = the optimum. Along the subgradient (levels 3 and 1: moving
     committed price from the second hour to the first) L rises by $2 per $1 moved, so each
-    Polyak step reaches its aim exactly: 2%, 4%, 8%, 16% above the bound, then the incumbent $6:
-    4 -> 4.08 -> 4.2432 -> 4.5827 -> 5.3159 -> 6, six evaluations."""
+    Polyak step reaches its aim (2% above the bound) exactly: 4 x 1.02^k after k steps until
+    1.02 x 4 x 1.02^20 = 6.06 passes the incumbent, whose aim the 21st step reaches: 22
+    evaluations."""
     pi = one_type([30.0, 10.0])
     lg = Lagrange(pi, [0], [[0], [1]], OPTS, Pool(1))
     assert lg.evaluate(lg.uniform())[0] == pytest.approx(4 * COST_UNIT)
     assert lg.evaluate(np.array([[20_000.0], [0.0]]))[0] == pytest.approx(6 * COST_UNIT)
-    split = lg.search(6 * COST_UNIT)
+    split = lg.search(6 * COST_UNIT, steps=30)
     assert split.bound == pytest.approx(6 * COST_UNIT)
     assert split.prices[:, 0].tolist() == [20_000, 0]
-    assert split.evaluations == 6
+    assert split.evaluations == 22
 
 
 def test_projection_keeps_the_total_and_signs():
