@@ -38,7 +38,8 @@ import numpy as np
 from solver.fleet.instance import FleetInstance
 from solver.schema.roles import COLOCATED, PREFILL
 
-MAX_M = 64  # replacements of up to this many instances are tried (bounds above it gain little)
+MAX_M = 64  # replacements of up to this many instances are tried (the three-service benchmark's
+# limits are all 0 or 1, found at m <= 2)
 
 
 def eligible(inst: FleetInstance) -> bool:

@@ -13,6 +13,11 @@ g_p(C) period p's cost per second planned alone with its termed devices up to C 
 - g_p never rises with C and g_p(C) >= B_p - cp.C, so T(C) >= H cp.lo + sum_p s_p max(0, B_p -
   cp.hi) (`corner`), which also cuts a box's hi where the committed cost alone reaches the target.
 
+With the committed price split across the periods (solver/fleet/periods_lagrange.py: per-period
+prices pi_k, sum_k w_k pi_k <= H cp) both bounds hold with pi_k in place of cp in each period
+(`Table.reprice`), the price the rounding left out counted at lo; the whole range is then
+bounded by the split's L.
+
 A box's period solves (CP-SAT's proven bound under a deterministic limit) also give plans: all
 periods' plans together are a plan of the horizon (an incumbent). The search pops the box of
 least bound, shrinks it, solves its periods when not yet solved, re-solves a single vector's

@@ -47,7 +47,7 @@ from solver.fleet.standalone import sub_instance
 # day the bound rose 6,263.52 -> 6,348.76 in 9 steps and 6,358.93 in 12 (benchmarks/multiperiod.md)
 STEPS = 12
 SOLVES_PER_S = 16
-SUB_WORK = 1.0  # deterministic time of one service planned alone (most prove in 0.05-0.2)
+SUB_WORK = 1.0  # deterministic time of one service planned alone (the day's 936 took 4.6 in all: benchmarks/multiperiod.md)
 FIRST_FACTOR = 1.0  # Polyak's step aims this far past the incumbent at first, halved on a miss
 # ... and at most this far above the bound so far: an incumbent far above it (the periods' own
 # plans together, 12% above on the three-service day) overshoots. Doubling it after each step

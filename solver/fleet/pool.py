@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 PROCESSES = 2  # the development machine's cores (benchmarks/multiperiod.md: 2 cores)
-MIN_TASKS = 2  # fewer tasks than this run in this process (a process pool's round trip is ~ms)
+MIN_TASKS = 2  # a single task runs in this process (nothing to run beside it)
 
 
 class Pool:
