@@ -49,8 +49,10 @@ HARDWARE = [  # committed price: Lambda's posted prices as the cards' alternativ
 
 
 def cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """user+sys of this process and its finished children (the box search's worker processes,
+    solver/fleet/pool.py, which end with each solve)."""
+    r, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime + c.ru_utime + c.ru_stime
 
 
 def rates() -> tuple[np.ndarray, np.ndarray]:

@@ -18,14 +18,15 @@ per-device costs rounded up once (solver/fleet/integerize.py), then multiplied b
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from solver.candidates.table import CandidateSet
+from solver.fleet import dominance, limits, survive
 from solver.fleet import integerize as ints
-from solver.fleet import limits, survive
 from solver.fleet.demand import post_demand
 from solver.fleet.instance import FleetInstance, _demand_bounds, build_instance
 from solver.fleet.model import CpModel, FleetModel
@@ -64,6 +65,15 @@ class PeriodInstance:
     @property
     def horizon_s(self) -> int:
         return sum(self.seconds)
+
+    @functools.cached_property
+    def dominance_limits(self) -> np.ndarray:
+        """The columns' dominance limits (solver/fleet/dominance.py), shared by every period."""
+        return dominance.column_limits(self.base, self.termed)
+
+    def bounded(self, inst: FleetInstance) -> FleetInstance:
+        """A period's instance (these columns) within its dominance bounds: the same least cost."""
+        return dominance.bounded(inst, self.termed, self.dominance_limits)
 
 
 def period_instance(base: FleetInstance, qps: list[float], lose: int) -> FleetInstance:

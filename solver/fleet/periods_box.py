@@ -13,6 +13,11 @@ g_p(C) period p's cost per second planned alone with its termed devices up to C 
 - g_p never rises with C and g_p(C) >= B_p - cp.C, so T(C) >= H cp.lo + sum_p s_p max(0, B_p -
   cp.hi) (`corner`), which also cuts a box's hi where the committed cost alone reaches the target.
 
+With the committed price split across the periods (solver/fleet/periods_lagrange.py: per-period
+prices pi_k, sum_k w_k pi_k <= H cp) both bounds hold with pi_k in place of cp in each period
+(`Table.reprice`), the price the rounding left out counted at lo; the whole range is then
+bounded by the split's L.
+
 A box's period solves (CP-SAT's proven bound under a deterministic limit) also give plans: all
 periods' plans together are a plan of the horizon (an incumbent). The search pops the box of
 least bound, shrinks it, solves its periods when not yet solved, re-solves a single vector's
@@ -27,7 +32,6 @@ import dataclasses
 import heapq
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +40,9 @@ from ortools.sat.python import cp_model
 from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
-from solver.fleet.periods_commit import PeriodBounds
+from solver.fleet.periods_commit import PeriodBounds, period_groups
+from solver.fleet.periods_lagrange import Lagrange, split_prices
+from solver.fleet.pool import Pool
 
 # CP-SAT deterministic time of the box search per second of the time limit: the rest goes to the
 # period hints (a quarter), the final solve at the best vector and its tie-breaks
@@ -44,7 +50,6 @@ BOX_WORK_SHARE = 0.2
 POINT_WORK = 0.25  # deterministic time of a period's first solve at a vector (re-solves double it)
 MAX_POINT_WORK = 8.0  # the most a period's re-solve at one vector gets
 LEAF_WORK = 2.0  # deterministic time of the model over periods at one vector (with a start cost)
-THREADS = 2  # periods solved side by side, one CP-SAT worker each (benchmarks/multiperiod.md: 2 cores)
 
 
 @dataclass
@@ -62,33 +67,58 @@ class Table:
     bounded by every solved box that contains it (B_k does not fall as the box shrinks)."""
 
     def __init__(self, pi: PeriodInstance, opts: SolveOptions, cost_of, types: list[int], floors: list,
-                 high: list):
+                 high: list, pool: Pool | None = None):
         self.pi, self.opts, self.cost_of, self.types = pi, opts, cost_of, types
         pb = PeriodBounds(pi, opts, cost_of)
-        keys: dict[tuple, list[int]] = {}
-        for p in range(pi.n_periods):
-            keys.setdefault(pb.key(p, ()), []).append(p)
-        self.groups = list(keys.values())  # periods of equal demand and supply, first-seen order
+        self.groups = period_groups(pi)  # periods of equal demand and supply, first-seen order
         self.key_of = {p: k for k, g in enumerate(self.groups) for p in g}
         self.weight = [sum(pi.seconds[p] for p in g) for g in self.groups]
         self.alone = [dataclasses.replace(pb.alone(g[0]), committed_price=pi.committed_price) for g in self.groups]
         self.caps = [np.array([device_bound(a, h) for h in types]) for a in self.alone]
         self.cp = np.array([int(pi.committed_price[h] or 0) for h in types])
+        self.price = [self.cp.copy() for _ in self.groups]  # per group: its committed price per second
+        self.pool = pool
         self.boxes: list[dict[tuple, Point]] = [{} for _ in self.groups]
         self.work_used = 0.0
         self.solves = 0
-        zero = tuple(0 for _ in types)
-        for k, g in enumerate(self.groups):  # over every level: the period at the lower prices;
-            if floors and floors[g[0]] is not None:  # at no committed device: at the higher ones
-                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(floors[g[0]]), None, 0.0, False)
-            if high and high[g[0]] is not None:
-                self.boxes[k][(zero, zero)] = Point(float(high[g[0]]), None, 0.0, False)
+        self.split_bound = 0.0  # L of the committed price split (solver/fleet/periods_lagrange.py)
+        self.high = high
+        self.seed([None if not floors else floors[g[0]] for g in self.groups])
+
+    def seed(self, full: list) -> None:
+        """Bounds known before any box: over every level `full[k]` (the period at the lower
+        prices, or at its split's linear prices), at no committed device the period at the
+        higher prices (the hints' high floors: no price of committed devices enters)."""
+        zero = tuple(0 for _ in self.types)
+        for k, g in enumerate(self.groups):
+            if full[k] is not None:
+                self.boxes[k][(zero, tuple(int(x) for x in self.caps[k]))] = Point(float(full[k]), None, 0.0, False)
+            if self.high and self.high[g[0]] is not None:
+                self.boxes[k][(zero, zero)] = Point(float(self.high[g[0]]), None, 0.0, False)
+
+    def reprice(self, prices: np.ndarray, full: list) -> None:
+        """Committed prices per group (a split of the horizon's, solver/fleet/periods_lagrange.py)
+        with `full[k]` the bound over every level at them: the boxes solved at single vectors
+        keep their plans and bounds (moved by the price change at that vector), the rest go."""
+        old = self.price
+        self.price = [np.array(x, dtype=np.int64) for x in prices]
+        for k in range(len(self.groups)):
+            price = list(self.alone[k].committed_price)
+            for i, h in enumerate(self.types):
+                price[h] = None if self.pi.committed_price[h] is None else int(self.price[k][i])
+            self.alone[k] = dataclasses.replace(self.alone[k], committed_price=tuple(price))
+            kept = {}
+            for (a, b), pt in self.boxes[k].items():
+                if a == b and pt.counts is not None:
+                    kept[(a, b)] = dataclasses.replace(pt, lb=pt.lb + float(np.dot(self.price[k] - old[k], a)))
+            self.boxes[k] = kept
+        self.seed(full)
 
     def clamp(self, k: int, lo: tuple, hi: tuple) -> tuple[tuple, tuple, float]:
         """The box within the levels period k can use, and the committed price per second of
         the levels beyond them (paid, never used)."""
         cap = self.caps[k]
-        beyond = float(np.sum(self.cp * np.maximum(np.array(lo) - cap, 0)))
+        beyond = float(np.sum(self.price[k] * np.maximum(np.array(lo) - cap, 0)))
         return (tuple(int(x) for x in np.minimum(lo, cap)), tuple(int(x) for x in np.minimum(hi, cap)), beyond)
 
     def bound(self, k: int, lo: tuple, hi: tuple) -> float:
@@ -101,8 +131,10 @@ class Table:
         return best + beyond
 
     def lower(self, lo: tuple, hi: tuple) -> float:
-        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it)."""
-        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)))
+        """LB of the box: sum_k w_k B_k (the periods may each pick their own level in it), plus
+        the committed price the split left out (rounding down) at lo."""
+        left = self.pi.horizon_s * self.cp - sum(w * p for w, p in zip(self.weight, self.price))
+        return float(sum(w * self.bound(k, lo, hi) for k, w in enumerate(self.weight)) + np.dot(left, lo))
 
     def lb(self, lo: tuple, hi: tuple) -> float:
         return max(self.lower(lo, hi), self.corner(lo, hi))
@@ -114,7 +146,7 @@ class Table:
         g = 0.0
         for k, w in enumerate(self.weight):
             b = self.clamp(k, lo, hi)[1]
-            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.cp, b)))
+            g += w * max(0.0, self.bound(k, lo, hi) - self.clamp(k, lo, hi)[2] - float(np.dot(self.price[k], b)))
         return fixed + g
 
     def needs(self, lo: tuple, hi: tuple, work: float) -> list[int]:
@@ -128,12 +160,13 @@ class Table:
         return out
 
     def solve(self, lo: tuple, hi: tuple, work: float, deadline: float) -> None:
-        """Solve every period that `needs` it on the box, THREADS side by side (deterministic:
+        """Solve every period that `needs` it on the box, side by side in the pool (deterministic:
         each solve is one sequential CP-SAT worker under a deterministic limit)."""
         todo = self.needs(lo, hi, work)
         boxes = [self.clamp(k, lo, hi)[:2] for k in todo]
-        with ThreadPoolExecutor(THREADS) as ex:
-            got = list(ex.map(lambda kb: self._solve_one(kb[0], kb[1], work, deadline), zip(todo, boxes)))
+        tasks = [(self.alone[k], self.types, box, self._hint(k, box), self.cost_of, self.opts,
+                  deadline - time.perf_counter(), work) for k, box in zip(todo, boxes)]
+        got = self.pool.map(solve_box, tasks) if self.pool is not None else [solve_box(*t) for t in tasks]
         self.solves += len(todo)
         for k, box, (pt, det) in zip(todo, boxes, got):
             self.work_used += det
@@ -149,27 +182,31 @@ class Table:
                 if pt.counts is not None]
         return self.boxes[k][min(near)[1:]].counts if near else None
 
-    def _solve_one(self, k: int, box: tuple, work: float, deadline: float) -> tuple[Point, float]:
-        pm = PeriodModel(self.alone[k])
-        for h, a, b in zip(self.types, *box):
-            pm.m.add(pm.commit.committed[h] >= a)
-            pm.m.add(pm.commit.committed[h] <= b)
-        hint = self._hint(k, box)
-        if hint is not None:
-            for v, x in zip(pm.fms[0].v.n, hint):
-                pm.m.add_hint(v, int(x))
-        pm.m.minimize(self.cost_of(pm))
-        solver = make_solver(self.opts, deadline - time.perf_counter(), work)
-        status = solver.solve(pm.m)
-        check_status(status, pm.m)
-        det = float(solver.response_proto.deterministic_time)
-        if status == cp_model.INFEASIBLE:
-            return Point(math.inf, None, work, True), det
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Point(0.0, None, work, False), det
-        counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
-        lb = float(math.ceil(solver.best_objective_bound - 1e-6))
-        return Point(lb, counts, work, status == cp_model.OPTIMAL), det
+
+
+def solve_box(alone: PeriodInstance, types: list[int], box: tuple, hint: np.ndarray | None, cost_of,
+              opts: SolveOptions, time_left: float, work: float) -> tuple[Point, float]:
+    """B_k on a box: the period `alone` with its committed levels within the box (a module-level
+    function, so that a worker process can run it: solver/fleet/pool.py)."""
+    pm = PeriodModel(alone)
+    for h, a, b in zip(types, *box):
+        pm.m.add(pm.commit.committed[h] >= a)
+        pm.m.add(pm.commit.committed[h] <= b)
+    if hint is not None:
+        for v, x in zip(pm.fms[0].v.n, hint):
+            pm.m.add_hint(v, int(x))
+    pm.m.minimize(cost_of(pm))
+    solver = make_solver(opts, time_left, work)
+    status = solver.solve(pm.m)
+    check_status(status, pm.m)
+    det = float(solver.response_proto.deterministic_time)
+    if status == cp_model.INFEASIBLE:
+        return Point(math.inf, None, work, True), det
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return Point(0.0, None, work, False), det
+    counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
+    lb = float(math.ceil(solver.best_objective_bound - 1e-6))
+    return Point(lb, counts, work, status == cp_model.OPTIMAL), det
 
 
 @dataclass
@@ -246,10 +283,12 @@ class BoxSearch:
         """Per period its plan on the box (None where none was found)."""
         return [self.table.counts(self.table.key_of[p], lo, hi) for p in range(self.pi.n_periods)]
 
-    def offer(self, counts: list) -> None:
+    def offer(self, counts: list) -> Incumbent | None:
+        """The plan as an incumbent when it beats the best; returns its cost and levels."""
         got = plan_cost(self.pi, self.table.types, counts)
         if got is not None and (self.best is None or got.value < self.best.value):
             self.best = got
+        return got
 
     def push(self, lo: tuple, hi: tuple) -> None:
         self.seq += 1
@@ -351,19 +390,34 @@ class BoxSearch:
 
 
 def search_boxes(pi: PeriodInstance, ranges: dict[int, range], opts: SolveOptions, first: dict[int, int],
-                 floors: tuple[list, list], cost_of, t0: float, leaf=None) -> BoxResult | None:
+                 floors: tuple[list, list], cost_of, t0: float, leaf=None, pool: Pool | None = None,
+                 lagrange: Lagrange | None = None, plans: list | None = None) -> BoxResult | None:
     """The cheapest committed vector over `ranges` by boxes; `first` (the hinted levels) solved
     first for an incumbent; `floors` per period proven bounds of its cost at the lower prices
     (any level) and at the higher ones (no committed device); `leaf` (with a start cost) solves
-    the model over periods at one vector (`BoxSearch.close`)."""
+    the model over periods at one vector (`BoxSearch.close`); `lagrange` (over the same types and
+    period groups): the committed price split across the periods before the boxes
+    (solver/fleet/periods_lagrange.py) towards the incumbent of `plans` (per period), its plans
+    offered as incumbents."""
     types = sorted(ranges)
-    table = Table(pi, opts, cost_of, types, *floors)
+    table = Table(pi, opts, cost_of, types, *floors, pool=pool)
     search = BoxSearch(pi, table, opts, t0 + opts.time_limit_s, leaf if pi.start_cost else None)
+    split, top = None, tuple(ranges[h][-1] for h in types)
+    if lagrange is not None and plans is not None and all(c is not None for c in plans):
+        search.offer(plans)  # the periods' own plans together: the split's first target
+        steps = lagrange.steps()
+        split, _ = split_prices(search, lagrange, top, steps // 2)
+        # then the periods at the levels of the best plan so far (the split's plans): on the
+        # day 69 H100 where the hints had 77, a cheaper plan (benchmarks/multiperiod.md)
+        first = search.best.levels
     if first:
         c = tuple(min(first[h], ranges[h][-1]) for h in types)
         search.evaluate(c, c, POINT_WORK)
+    if split is not None:  # the rest of the steps towards that (closer) incumbent
+        split_prices(search, lagrange, top, steps - steps // 2, split)
     bound = search.run(tuple(ranges[h][0] for h in types), tuple(ranges[h][-1] for h in types),
                        BOX_WORK_SHARE * opts.time_limit_s)
     if search.best is None:
         return None
+    bound = max(bound, min(table.split_bound, float(search.best.value)))
     return BoxResult(search.best, bound, search.boxes, table.solves, table.work_used)

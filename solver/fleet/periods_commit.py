@@ -72,8 +72,9 @@ class PeriodBounds:
 
     def alone(self, p: int) -> PeriodInstance:
         pi = self.pi
+        # the dominance bounds (solver/fleet/dominance.py): the same least cost, proven faster
         return dataclasses.replace(
-            pi, periods=(pi.periods[p],), names=(pi.names[p],), seconds=(1,), start_cost=0,
+            pi, periods=(pi.bounded(pi.periods[p]),), names=(pi.names[p],), seconds=(1,), start_cost=0,
             committed_price=tuple(None if x is None else 0 for x in pi.committed_price),
             on_demand_supply=tuple((x[p],) for x in pi.on_demand_supply))
 
@@ -99,6 +100,16 @@ class PeriodBounds:
         pi = self.pi
         fixed = sum(pi.horizon_s * int(pi.committed_price[h] or 0) * x for h, x in c.items())
         return fixed + sum(pi.seconds[p] * self.g(p, c) for p in range(pi.n_periods))
+
+
+def period_groups(pi: PeriodInstance) -> list[list[int]]:
+    """The periods by equal demand and on-demand supply (first-seen order): planned alone, the
+    periods of a group are the same model."""
+    keys: dict[tuple, list[int]] = {}
+    pb = PeriodBounds(pi, SolveOptions(), None)
+    for p in range(pi.n_periods):
+        keys.setdefault(pb.key(p, ()), []).append(p)
+    return list(keys.values())
 
 
 def fix(pm: PeriodModel, c: dict[int, int]) -> None:

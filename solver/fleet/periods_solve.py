@@ -12,7 +12,6 @@ searched: listed when few (solver/fleet/periods_commit.py), by boxes when many
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from dataclasses import dataclass, field
@@ -27,19 +26,24 @@ from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.objective import ObjectiveStage, configs_expr, devices_expr
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import COST_UNIT, PeriodInstance, PeriodModel
-from solver.fleet.solve import Stage, solve
+from solver.fleet.periods_hints import Hints, floor_sum, period_hints, post_floors, service_hints
+from solver.fleet.periods_lagrange import Lagrange, decomposes
+from solver.fleet.pool import PROCESSES, Pool
+from solver.fleet.solve import Stage
 from solver.fleet.status import SolveStatus, found
 from solver.schema.roles import COLOCATED, DECODE, PREFILL
 
 LinearExpr = cp_model.LinearExpr
 HINT_SHARE = 0.25  # of the time limit for the per-period hint solves (the rest: the model itself)
-HINT_WORK = 1.0  # CP-SAT deterministic time per period planned alone (the hints need no proof)
 PRIMARY_WORKERS = 2  # the primary stage's workers (benchmarks/multiperiod.md: 2 cores)
 PRIMARY_SUBSOLVERS = ("core", "max_lp")  # CP-SAT subsolver names (sat_parameters.proto `subsolvers`)
 # many committed vectors: by boxes (periods_box.py), not the one model (6-8% gap on the
 # three-service benchmark, benchmarks/multiperiod.md); off in tests comparing with the one model
 BOX_SEARCH = True
 FINAL_WORK = 2.0  # deterministic time per 24 periods of the model at the boxes' best vector (hinted)
+# periods x columns from which the box search's solves run in worker processes (the
+# three-service day: 24 x 137; the tests' instances stay in this process)
+POOL_SIZE = 1000
 
 
 @dataclass
@@ -79,110 +83,6 @@ def stages(pm: PeriodModel) -> list[ObjectiveStage]:
     return [ObjectiveStage("cost", cost_expr(pm), False, COST_UNIT),
             ObjectiveStage("devices", sum(devices_expr(fm) for fm in pm.fms), False, 1),
             ObjectiveStage("configs", sum(configs_expr(fm) for fm in pm.fms), False, 1)]
-
-
-def lowest_prices(pi: PeriodInstance, pick=min) -> np.ndarray:
-    """Per column, its cost per hour with every device of a type with terms at the type's lower
-    price (committed or on demand; `pick=max`: the higher one): a period's cost at the lower
-    prices, times its seconds, is a lower bound on what it adds to the horizon's cost (usage <=
-    committed + on demand, op >= cp)."""
-    cost = pi.base.cost.copy()
-    for h in range(len(pi.base.hw_names)):
-        if pi.termed[h]:
-            price = pick(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None)
-            at = pi.base.hw == h
-            cost[at] = pi.base.devices[at] * price
-    return cost
-
-
-def alone(pi: PeriodInstance, p: int, cost: np.ndarray, opts: SolveOptions, limit: float):
-    """Period p planned alone at these column costs: (counts, a proven lower bound in 1e-4 USD/h),
-    or None when nothing was found."""
-    sol = solve(dataclasses.replace(pi.periods[p], cost=cost), opts.follow_up(max_stages=1, time_limit_s=limit,
-                                                                            primary_work=HINT_WORK))
-    if sol.status == SolveStatus.INFEASIBLE:
-        return None
-    value = sol.stages[0].value * ints.COST_SCALE
-    return sol.counts, int(math.floor(value * (1 - sol.gap) + 1e-6))
-
-
-@dataclass
-class Hints:
-    counts: list  # [period]: instance counts, or None
-    floors: list  # [period]: a lower bound on the period's cost at the lowest prices, or None
-    solves: int
-    high_floors: list = field(default_factory=list)  # [period]: the same at the higher prices
-
-
-def period_hints(pi: PeriodInstance, opts: SolveOptions, budget_s: float) -> Hints:
-    """Each period planned alone at the lowest prices (`lowest_prices`), highest demand first,
-    one solve per distinct demand while `budget_s` lasts: its plan is a hint, its proven bound a
-    cut. A period left unsolved borrows the plan of the smallest solved demand covering its own."""
-    t0 = time.perf_counter()
-    low, high = lowest_prices(pi), lowest_prices(pi, max)
-    two = bool(np.any(low != high))
-    demand = np.array([[s.demand for s in inst.services] for inst in pi.periods])
-    order = sorted(range(pi.n_periods), key=lambda p: -int(demand[p].sum()))
-    solved: dict[tuple, tuple[np.ndarray, int]] = {}
-    high_floor: dict[tuple, int] = {}
-    out = Hints([None] * pi.n_periods, [None] * pi.n_periods, 0, [None] * pi.n_periods)
-    # first the envelope (every service at its highest period demand, the base columns): its
-    # plan covers every period, so each period has a hint even when the budget runs out
-    envelope = dataclasses.replace(pi.base, cost=low)
-    sol = solve(envelope, opts.follow_up(max_stages=1, time_limit_s=budget_s, primary_work=HINT_WORK))
-    if sol.status != SolveStatus.INFEASIBLE:
-        cover_key = tuple(s.demand for s in pi.base.services)
-        if cover_key not in {tuple(d) for d in demand}:
-            solved[cover_key] = (sol.counts, 0)  # a cover only: its bound is no period's own
-    for p in order:
-        key = tuple(demand[p])
-        if key not in solved and (not solved or time.perf_counter() - t0 < budget_s):
-            left = max(0.5, budget_s - (time.perf_counter() - t0))
-            got = alone(pi, p, low, opts, left)
-            if got is not None:
-                solved[key] = got
-                hi = alone(pi, p, high, opts, left) if two else None
-                if hi is not None:
-                    high_floor[key] = hi[1]
-        if key in solved:
-            out.counts[p], out.floors[p] = solved[key]
-            out.high_floors[p] = high_floor.get(key)
-            continue
-        cover = [np.array(k) for k in solved if np.all(np.array(k) >= demand[p])]
-        if cover:  # the least demand that covers this period's
-            out.counts[p] = solved[tuple(min(cover, key=lambda k: int(k.sum())))][0]
-    out.solves = len(solved)
-    return out
-
-
-def floor_sum(pi: PeriodInstance, hints: Hints) -> float:
-    """A lower bound on the horizon's cost: each period's floor at the lower prices times its
-    seconds (committing costs cp over the horizon for every device a period uses under it), a
-    period without a floor counted at 0 (costs are not negative). CP-SAT's core-based bound may
-    stay below it."""
-    return float(sum(f * s for f, s in zip(hints.floors, pi.seconds) if f is not None))
-
-
-def post_floors(pm: PeriodModel, hints: Hints) -> None:
-    """Each period's cost at the lower prices is at least its bound planned alone; and at the
-    higher prices: plain + sum_h op_h (committed_h + on_demand_ph) >= its bound planned alone at
-    them (its usage is within committed + on demand), which ties each period to the committed
-    levels: a low level leaves the busy periods paying on demand."""
-    pi = pm.pi
-    low = lowest_prices(pi)
-    every = np.arange(len(pi.base))
-    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
-    for p, fm in enumerate(pm.fms):
-        if hints.floors[p] is not None:
-            pm.m.add(fm.row_sum(every, low, "period cost floor") >= hints.floors[p])
-        high = hints.high_floors[p] if hints.high_floors else None
-        if high is None:
-            continue
-        terms = [fm.row_sum(every, pi.base.cost * plain, "period cost floor")]
-        for h, c in pm.commit.committed.items():
-            price = int(max(x for x in (pi.committed_price[h], pi.on_demand_price[h]) if x is not None))
-            terms.append(price * (c + pm.commit.on_demand[p][h]))
-        pm.m.add(sum(terms) >= high)
 
 
 def _best_commitment(pi: PeriodInstance, h: int, usage: np.ndarray) -> int:
@@ -350,7 +250,8 @@ def _fixed(pi: PeriodInstance, levels: dict[int, int], counts: list, cut: float,
     return pm, solver, status
 
 
-def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float, pool: Pool,
+              lg: Lagrange | None) -> PeriodSolution | None:
     """The committed vector searched by boxes (solver/fleet/periods_box.py); its best plan is
     the hint of the model over periods at its levels (cut at its cost), which then runs the
     tie-breaks. None when the boxes found no plan."""
@@ -362,7 +263,7 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
         return (status, solver.objective_value, solver.best_objective_bound, list(_read(pm, solver)["counts"]), det)
 
     got = box.search_boxes(pi, commit.all_level_ranges(pi), opts, hinted_levels(pi, hints.counts) or {},
-                           (hints.floors, hints.high_floors), cost_expr, t0, leaf)
+                           (hints.floors, hints.high_floors), cost_expr, t0, leaf, pool, lg, hints.counts)
     if got is None:
         return None
     work = FINAL_WORK * max(1.0, pi.n_periods / 24)
@@ -375,17 +276,31 @@ def _by_boxes(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -
 
 def solve_periods(pi: PeriodInstance, opts: SolveOptions = SolveOptions()) -> PeriodSolution | None:
     """The cheapest fleet over the horizon; None when no plan was found (infeasible or out of
-    time). Few committed vectors: searched exactly (`_by_levels`); more: by boxes (`_by_boxes`);
+    time). Few committed vectors: searched exactly (`_by_levels`); more: by boxes (`_by_boxes`,
+    the committed price split across the periods first where the services plan apart);
     without a plan from them (or with BOX_SEARCH off), one model over periods."""
     t0 = time.perf_counter()
-    hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
     ranges = commit.level_ranges(pi)
-    if ranges is not None:
-        return _by_levels(pi, ranges, opts, hints, t0)
-    if BOX_SEARCH:
-        got = _by_boxes(pi, opts, hints, t0)
-        if got is not None:
-            return got
+    boxes = ranges is None and BOX_SEARCH
+    big = pi.n_periods * len(pi.base) >= POOL_SIZE
+    with Pool(PROCESSES if boxes and big else 1) as pool:
+        lg = None
+        if boxes and decomposes(pi.base):
+            lg = Lagrange(pi, sorted(commit.all_level_ranges(pi)), commit.period_groups(pi), opts, pool)
+            hints = service_hints(pi, lg)
+        else:
+            hints = period_hints(pi, opts, HINT_SHARE * opts.time_limit_s)
+        if ranges is not None:
+            return _by_levels(pi, ranges, opts, hints, t0)
+        if boxes:
+            got = _by_boxes(pi, opts, hints, t0, pool, lg)
+            if got is not None:
+                return got
+    return _one_model(pi, opts, hints, t0)
+
+
+def _one_model(pi: PeriodInstance, opts: SolveOptions, hints: Hints, t0: float) -> PeriodSolution | None:
+    """The one model over periods (core-based search beside max-LP), hinted and cut."""
     pm = PeriodModel(pi)
     apply_hints(pm, hints.counts)
     post_floors(pm, hints)
