@@ -1,8 +1,9 @@
 """Independent CP-SAT solves side by side in worker processes (issue 17 point 5).
 
-CP-SAT's Python `solve` holds the interpreter lock: four period solves took 15.6 s wall on two
-threads and 16.9 s one after another (benchmarks/multiperiod.md), so solves that should run
-side by side run in processes. `Pool.map` returns the results in the order of its tasks, and
+Four period solves took 15.6 s wall on two threads and 16.9 s one after another
+(benchmarks/multiperiod.md): in threads they did not overlap, where two copies of a decision
+record's fleet solve did (13.5 s against 23.5 s, benchmarks/plan_speed.md), so the interpreter
+lock's share depends on the solve and the period solves run in processes. `Pool.map` returns the results in the order of its tasks, and
 each task is one sequential CP-SAT worker under a deterministic limit, so the answers do not
 depend on which process ran what, nor when. One worker (or few tasks) runs them in this process.
 
