@@ -41,6 +41,7 @@ from solver.fleet.cpsat import check_status, make_solver
 from solver.fleet.options import SolveOptions
 from solver.fleet.periods import PeriodInstance, PeriodModel, device_bound
 from solver.fleet.periods_commit import PeriodBounds, period_groups
+from solver.fleet.periods_cost import Incumbent, plan_cost
 from solver.fleet.periods_lagrange import Lagrange, split_prices
 from solver.fleet.pool import Pool
 
@@ -207,39 +208,6 @@ def solve_box(alone: PeriodInstance, types: list[int], box: tuple, hint: np.ndar
     counts = np.array([solver.value(v) for v in pm.fms[0].v.n], dtype=np.int64)
     lb = float(math.ceil(solver.best_objective_bound - 1e-6))
     return Point(lb, counts, work, status == cp_model.OPTIMAL), det
-
-
-@dataclass
-class Incumbent:
-    value: int  # the horizon's cost (objective units)
-    levels: dict[int, int]  # the committed level per termed type, the cheapest for its usage
-    counts: list[np.ndarray]  # [period]: instances per column
-
-
-def plan_cost(pi: PeriodInstance, types: list[int], counts: list[np.ndarray]) -> Incumbent | None:
-    """The cost of a plan (counts per period) as the model counts it, with each type's committed
-    level the cheapest for its usages (from 0 and the usages; none when it cannot be served)."""
-    secs = np.array(pi.seconds, dtype=np.int64)
-    n = np.array(counts, dtype=np.int64)
-    plain = np.array([not pi.termed[int(h)] for h in pi.base.hw])
-    value = int(np.sum(secs * (n @ (pi.base.cost * plain))))
-    if pi.start_cost and pi.n_periods > 1:
-        value += int(np.sum(np.maximum(n[1:] - n[:-1], 0) @ pi.base.devices)) * pi.start_cost
-    levels = {}
-    for h in types:
-        usage = n @ (pi.base.devices * (pi.base.hw == h))
-        cp, op, top = pi.committed_price[h], pi.on_demand_price[h], pi.committed_supply[h]
-        options = [0] if cp is None else sorted({0, *map(int, usage)})
-        options = [c for c in options if top is None or c <= top]
-        costs = [None if op is None and int(usage.max()) > c else
-                 int(cp or 0) * pi.horizon_s * c + int(op or 0) * int(np.sum(secs * np.maximum(usage - c, 0)))
-                 for c in options]
-        if all(x is None for x in costs):
-            return None
-        best = min((x, c) for x, c in zip(costs, options) if x is not None)
-        value += best[0]
-        levels[h] = best[1]
-    return Incumbent(value, levels, [np.array(c) for c in counts])
 
 
 @dataclass
