@@ -158,6 +158,12 @@ def trtllm_args(f: PoolFacts, options_file: str) -> list[Arg]:
     return out
 
 
+# Blackwell cards on which fleetplan's TensorRT-LLM tables time block-FP8 experts split over tensor
+# ranks with the trtllm-gen kernels of TensorRT-LLM's TRTLLM MoE backend (the recipes' choice;
+# solver/profiles/sources/aic/moe.py TRTLLM_GEN_SYSTEMS), so such pools are launched with it
+TRTLLM_GEN_MOE_HARDWARE = frozenset({"b200", "b300", "gb200-nvl72"})
+
+
 def trtllm_options(f: PoolFacts) -> list[tuple[str, object, str]]:
     """(dotted key, value, where) of the --extra_llm_api_options file."""
     kv = f.kv_precision
@@ -169,6 +175,12 @@ def trtllm_options(f: PoolFacts) -> list[tuple[str, object, str]]:
         out.append(("enable_attention_dp", True, f"{f.at('dp')} = {f.pool.dp}"))
     if f.pool.role != "colocated":
         out.append(("cache_transceiver_config.backend", "DEFAULT", f"{f.at('role')} = {f.pool.role}: KV transfer"))
+    p = f.pool
+    if f.moe and p.precision == "fp8" and p.hardware in TRTLLM_GEN_MOE_HARDWARE and p.tp * p.dp > p.ep:
+        out.append(("moe_config.backend", "TRTLLM",
+                    f"{f.at('hardware')} = {p.hardware}, {f.at('precision')} = fp8, experts split "
+                    f"{p.tp * p.dp // p.ep} ways ({f.at('tp')} x {f.at('dp')} / {f.at('ep')}): the trtllm-gen "
+                    "MoE kernels the plan's iteration times were measured with"))
     return out
 
 

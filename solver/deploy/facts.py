@@ -61,6 +61,7 @@ class PoolFacts:
     vendor: str  # lower case: nvidia, amd, intel
     devices_per_node: int
     name: str  # a DNS-1123 label, unique in the plan
+    moe: bool = False  # the model card has routed experts
 
     @property
     def where(self) -> str:
@@ -151,6 +152,16 @@ def _model(name: str, cards: dict) -> tuple[str, str]:
     return m.group(1), f"the model card '{name}': source {card.source.split(' config')[0]}"
 
 
+def _is_moe(name: str, cards: dict) -> bool:
+    card = cards.get(name)
+    if not isinstance(card, ModelCard):
+        try:
+            card = shipped.model_card(name)
+        except InputError:
+            return False
+    return card.moe is not None
+
+
 def dns_label(text: str) -> str:
     s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
     return s or "x"
@@ -195,5 +206,5 @@ def pool_facts(plan: Plan, cards: dict | None = None, need_hardware: bool = True
     return [PoolFacts(si=si, pj=pj, service=s, pool=p, workload=workloads.get(s.name, (0, None))[1],
                       workload_at=_at(workloads, s.name), model_id=mid,
                       model_id_from=mfrom, vendor=vendor, devices_per_node=per_node,
-                      name=name)
+                      name=name, moe=_is_moe(s.model, cards))
             for (si, pj, s, p, mid, mfrom, vendor, per_node), name in zip(rows, names)]

@@ -141,3 +141,25 @@ def test_a_model_name_cannot_inject_shell(tmp_path):
     assert out.stdout.splitlines()[0] == "x$(touch pwned)'; touch pwned2 #"
     assert out.stdout.splitlines()[1:5] == ["--tensor-parallel-size", "2", "--pipeline-parallel-size", "1"]
     assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()
+
+
+def test_trtllm_moe_backend_follows_the_measured_kernel(tmp_path):
+    """Block-FP8 experts split over tensor ranks on Blackwell are timed with the trtllm-gen kernels
+    (solver/profiles/sources/aic/moe.py), so the pool is launched on the TRTLLM MoE backend; expert
+    parallel layouts, Hopper and dense models are left at the engine's default."""
+    def layout(hw, model, tp, ep, dp=1):
+        def edit(doc):
+            doc["services"][0]["model"] = model
+            doc["services"][0]["pools"][0].update(hardware=hw, tp=tp, ep=ep, dp=dp, precision="fp8",
+                                                   devices_per_instance=tp * dp, devices=3 * tp * dp)
+        return pool_facts(load_plan(str(write(tmp_path, variant(edit)))), need_hardware=False)[0]
+
+    def backend(f):
+        return {k: (v, w) for k, v, w in trtllm_options(f)}.get("moe_config.backend")
+
+    value, where = backend(layout("b200", "deepseek-v3", 8, 1))
+    assert value == "TRTLLM" and "experts split 8 ways" in where
+    assert backend(layout("b200", "deepseek-v3", 2, 2, dp=4))[0] == "TRTLLM"  # 8 / 2 = 4 ways
+    assert backend(layout("b200", "deepseek-v3", 1, 8, dp=8)) is None  # experts whole: moe_tp 1
+    assert backend(layout("h200-sxm", "deepseek-v3", 8, 1)) is None
+    assert backend(layout("b200", "llama-3.1-70b", 8, 1)) is None

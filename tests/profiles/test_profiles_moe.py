@@ -172,3 +172,25 @@ def test_without_a_moe_table_the_block_roofline_stands():
     assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0
     out, tally, _, _, block = _moe_block(hw_name="mi300x")  # no tables at all
     assert out[0] == block[0] and tally.shares()["roofline"][0] == 1.0
+
+
+# ---- TensorRT-LLM's block-FP8 experts on Blackwell (solver/profiles/sources/aic/moe.py) --------
+
+DEEPSEEK = dict(hidden_size=7168, inter_size=2048, topk=8, num_experts=256)
+
+
+def test_b200_trtllm_block_fp8_split_experts_are_the_trtllm_gen_kernel():
+    """Rows checked by hand against aiconfigurator-core 0.12.0 (ms there): DeepSeek-V3's experts,
+    fp8_block, balanced. At moe_tp 8 / ep 1 the shipped TensorRT-LLM table carries SGLang's
+    FlashInfer trtllm-gen rows (b200_sxm/moe/sglang/0.5.14: 0.036 ms at 1 token, 0.136 at 32;
+    the collector's own DeepGEMM rows were 0.106 and 0.421); at moe_tp 1 / ep 8 it keeps DeepGEMM
+    (b200_sxm/moe/trtllm/1.3.0rc20: 0.046 and 0.267); Hopper keeps its own collection."""
+    b200 = load_tables("b200", "trtllm")
+    split = b200.moe_experts(np.array([1.0, 32.0]), 8, 1, "fp8", **DEEPSEEK)
+    assert (split.source == MEASURED).all()
+    np.testing.assert_allclose(split.seconds * 1e6, [36.0, 136.0], atol=0.5)
+    ep = b200.moe_experts(np.array([1.0, 32.0]), 1, 8, "fp8", **DEEPSEEK)
+    np.testing.assert_allclose(ep.seconds * 1e6, [46.0, 267.0], atol=0.5)
+    assert "sglang_flashinfer_trtllm_moe" in b200.provenance["moe_experts"].selection
+    h200 = load_tables("h200-sxm", "trtllm").provenance["moe_experts"].selection
+    assert "sglang_flashinfer_trtllm_moe" not in h200 and "Blackwell" not in h200

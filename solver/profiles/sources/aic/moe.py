@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from solver.profiles.format import csv_text
 from solver.profiles.sources.aic.provenance import Converted, provenance
-from solver.profiles.sources.aic.reading import dominant, one, read_rows, us
+from solver.profiles.sources.aic.reading import dominant, file_sha256, one, read_rows, us
 from solver.profiles.sources.aic.source import newest_table
 from solver.profiles.sources.shapes import moe_shapes
 
@@ -16,6 +16,24 @@ from solver.profiles.sources.shapes import moe_shapes
 # path (slower than bf16 at decode on Hopper), not what a block-FP8 checkpoint runs.
 _MOE_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8_block"}
 _MOE_DISTRIBUTIONS = ("balanced",)
+
+# TensorRT-LLM on Blackwell runs block-FP8 experts split over tensor ranks (moe_tp > 1) on its
+# TRTLLM MoE backend (the trtllm-gen kernels), not on DeepGEMM, the one kernel aiconfigurator's
+# TensorRT-LLM collector timed for fp8_block there (b200_sxm 1.3.0rc20: kernel_source deepgemm
+# only). Sources: NVIDIA's DeepSeek-R1 FP8 B200 recipes (NVIDIA/srt-slurm
+# recipes/trtllm/b200-fp8/1k1k/stp/ctx1_gen3_tp8_batch1024_eplb0_mtp0_4*.yaml: the TP8 decode
+# worker `moe_config.backend: TRTLLM`, the attention-DP EP8 prefill worker DEEPGEMM) and
+# InferenceX's single-node DeepSeek-R1 FP8 B200 TensorRT-LLM script
+# (https://github.com/SemiAnalysisAI/InferenceX/blob/ec7bafaae/benchmarks/dsr1_fp8_b200_trt.sh:
+# `MOE_BACKEND="TRTLLM"` from that commit, 2026-01-29, for 1k1k and 8k1k; still so at 843c6254f). The same trtllm-gen block-FP8 MoE kernels are what aiconfigurator's SGLang collector
+# timed on these GPUs (FlashInfer's TensorRT-LLM-gen MoE, kernel_source
+# sglang_flashinfer_trtllm_moe, timed from router logits like TensorRT-LLM's module), so the
+# TensorRT-LLM table takes its fp8_block rows at moe_tp > 1 from there, shape by shape; EP-only
+# layouts (moe_tp = 1), where the recipes differ, keep the collector's DeepGEMM rows (the two
+# kernels are within ~1.5x there: DeepSeek-V3 at moe_ep 8, 46 against 69 us at one token, 267
+# against 270 us at 32). solver/deploy/engines.py launches those pools with that backend.
+TRTLLM_GEN_SYSTEMS = frozenset({"b200_sxm", "b300_sxm", "gb200", "gb300"})
+_TRTLLM_GEN_KERNEL = "sglang_flashinfer_trtllm_moe"
 
 COLUMNS = {
     "dtype": "bf16 | fp8_block (128x128 block-scaled FP8 weights, FP8 activations)",
@@ -119,6 +137,10 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
     if not rows:
         return None  # no MoE model among the cards, or none of their shapes measured
     best = _one_per_point(rows)
+    gen = _trtllm_gen_rows(systems, system, keep) if framework == "trtllm" else None
+    if gen is not None:
+        best = {k: r for k, r in best.items()
+                if not (k[0] == "fp8_block" and k[7] > 1 and _shape(r) in gen[1])} | gen[0]
     out = sorted((_MOE_DTYPES[k[0]], k[1], *k[2:], us(r["latency"])) for k, r in best.items())
     text = csv_text("moe_experts", out)
     prov = provenance(
@@ -132,6 +154,33 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
             f"{', '.join(_MOE_DTYPES.values())} (per-tensor fp8 left out); gated kernels only; "
             f"{selection}; every measured num_tokens, moe_tp and moe_ep"
             + ("" if v == version else f"; newest table at or before {framework} {version}")
+            + ("" if gen is None else "; " + gen[2])
         ),
     )
     return Converted("moe_experts", text, prov)
+
+
+def _trtllm_gen_rows(systems, system: str, keep: set) -> tuple[dict, set, str] | None:
+    """TensorRT-LLM's block-FP8 rows at moe_tp > 1 on Blackwell (`TRTLLM_GEN_SYSTEMS`): the
+    trtllm-gen kernel's rows of the SGLang collection of the same GPU, one per point, for the
+    kept shapes it measured; with the shapes they replace and the selection's words. None where
+    the system is not Blackwell or no such rows exist."""
+    if system not in TRTLLM_GEN_SYSTEMS:
+        return None
+    base = systems / "data" / system / "moe" / "sglang"
+    v = newest_table(base, "moe_perf.parquet")
+    if v is None:
+        return None
+    path = base / v / "moe_perf.parquet"
+    rows = [r for r in read_rows(path)
+            if r.get("distribution", "balanced") in _MOE_DISTRIBUTIONS and r["moe_dtype"] == "fp8_block"
+            and r.get("kernel_source") == _TRTLLM_GEN_KERNEL and int(r["moe_tp_size"]) > 1 and _shape(r) in keep]
+    if not rows:
+        return None
+    best = _one_per_point(rows)
+    shapes = {_shape(r) for r in rows}
+    words = (f"fp8_block at moe_tp > 1: the trtllm-gen kernel TensorRT-LLM's TRTLLM MoE backend runs on "
+             f"Blackwell ({_TRTLLM_GEN_KERNEL} rows of {path.relative_to(systems).as_posix()}, sha256 "
+             f"{file_sha256(path)}; solver/profiles/sources/aic/moe.py TRTLLM_GEN_SYSTEMS) for the shapes "
+             f"{sorted(shapes)}")
+    return best, shapes, words
