@@ -100,6 +100,9 @@ class StageTime:
     comm_s: np.ndarray  # all-reduce / all-to-all inside the stage
     overhead_s: np.ndarray  # small kernels: fixed launch costs and their HBM traffic
     sources: dict[str, np.ndarray]  # share of operator time: measured, interpolated, ...
+    # of gemm_s + comm_s, the MoE layers' expert block and all-to-all: work set by the tokens of
+    # the whole MoE group (every attention-DP rank's), not the rank's own (zero for dense models)
+    group_s: np.ndarray | None = None
 
 
 def _attention(times: OperatorTimes, load: Load, window, count) -> np.ndarray:
@@ -120,15 +123,19 @@ def _attention_layers(arch: ModelArch, times: OperatorTimes, load: Load, layers)
 
 
 def _feed_forward(arch: ModelArch, times: OperatorTimes, plans: Plans, tokens, layers):
-    """The mean layer's MLP or MoE compute, and its all-reduces and all-to-all."""
+    """The mean layer's MLP or MoE compute, its all-reduces and all-to-all, and of those the
+    MoE block and all-to-all (`StageTime.group_s` per layer)."""
     dense_share = arch.dense_layers / arch.layers
     moe_share = arch.moe_layers / arch.layers
     ffn = np.zeros_like(tokens)
+    group = np.zeros_like(tokens)
     if arch.dense_layers:
         ffn = ffn + times.dense_mlp(tokens, layers * dense_share) * dense_share
     if arch.moe_layers:
-        ffn = ffn + times.moe_block(tokens, layers * moe_share) * moe_share
+        block = times.moe_block(tokens, layers * moe_share) * moe_share
+        ffn = ffn + block
         a2a = times.moe_all_to_all(tokens, layers * moe_share)
+        group = block + a2a * moe_share
     # the layer's all-reduces: after attention, and after the MLP or the MoE block
     tp_ar = times.tp_all_reduce(tokens, 2.0 * layers)
     comm = np.zeros_like(tokens)
@@ -138,7 +145,7 @@ def _feed_forward(arch: ModelArch, times: OperatorTimes, plans: Plans, tokens, l
         # dp == 1: tokens are replicated on the TP group; experts' partial outputs are summed
         # by the same all-reduce a dense MLP needs. dp > 1: dispatch and combine as well
         comm = comm + (a2a + tp_ar) * moe_share
-    return ffn, comm + tp_ar  # with the attention output's all-reduce
+    return ffn, comm + tp_ar, group  # with the attention output's all-reduce
 
 
 def stage_time(
@@ -154,7 +161,7 @@ def stage_time(
 
     proj = times.projections(tokens, layers)
     attn = _attention_layers(arch, times, load, layers)
-    ffn, comm = _feed_forward(arch, times, plans, tokens, layers)
+    ffn, comm, group = _feed_forward(arch, times, plans, tokens, layers)
     comm = comm + context_parallel.exchange_s(arch, hw, plans, load, attn)
     # the small kernels: their launch costs and their HBM traffic
     kernel_s = (times.layer_kernel_overhead(engine) + times.elementwise(tokens, layers)) * layers
@@ -165,7 +172,7 @@ def stage_time(
     comm_s = layers * comm
     stage = gemm_s + attention_s + comm_s + kernel_s
     return StageTime(stage, times.pipeline_hop(tokens), gemm_s, attention_s, comm_s, kernel_s,
-                     tally.shares())
+                     tally.shares(), layers * group)
 
 
 def pass_latency(plans: Plans, st: StageTime, engine: EngineParams) -> np.ndarray:

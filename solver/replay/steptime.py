@@ -44,9 +44,13 @@ of the stage x the per-layer host time. A stage carrying prompt tokens is floore
 decode stages (graphed) are not. The measured operator tables are GPU times (kernels timed in
 isolation), so nothing else holds this cost.
 
-Data parallel attention: a rank carries ceil(n / dp) decoding sequences and ceil(T / dp)
-prefill tokens (the iteration waits for the busiest rank). Pipeline parallelism: see
-`cycle_s`.
+Data parallel attention: each rank serves whole requests (TensorRT-LLM's `enable_attention_dp`
+and SGLang's DP attention assign a request to one rank), so a rank carries ceil(n / dp) decoding
+sequences and the busiest rank the prompt pieces of ceil(pieces / dp) of the iteration's prefill
+pieces (their mean size; at least ceil(T / dp) tokens): one prompt alone runs on one rank. The
+iteration waits for that rank. The MoE layers' expert block and all-to-all see the whole group's
+tokens, every rank's (`StageTime.group_s`): the busiest rank's stage is its own load's, with those
+terms taken at the group's tokens per rank. Pipeline parallelism: see `cycle_s`.
 """
 
 from __future__ import annotations
@@ -135,13 +139,16 @@ class StepTimes:
     def __init__(self, *, pp: int, dp: int, step_s: float, slowdown: float, tok_x: np.ndarray,
                  tok_s: np.ndarray, hop_s: np.ndarray, lm_s: np.ndarray, ad_n: np.ndarray,
                  ctx_x: np.ndarray, ad_s: np.ndarray, ap_t: np.ndarray, ap_p: np.ndarray,
-                 ap_s: np.ndarray, eager_s: float = 0.0) -> None:
+                 ap_s: np.ndarray, eager_s: float = 0.0, grp_s: np.ndarray | None = None) -> None:
         self.pp, self.dp, self.step_s, self.slowdown = int(pp), int(dp), float(step_s), float(slowdown)
         self.eager_s = float(eager_s)  # host launch time of one eager stage (module docstring)
         self.tok_x, self.tok_s, self.hop_s, self.lm_s = tok_x, tok_s, hop_s, lm_s
         self.ad_n, self.ctx_x, self.ad_s = ad_n, ctx_x, ad_s
         self.ap_t, self.ap_p, self.ap_s = ap_t, ap_p, ap_s
         self._tok = tok_s.tolist()
+        # of tok_s, the MoE group's terms (module docstring; zero for dense models)
+        self.grp_s = np.zeros_like(tok_s) if grp_s is None else grp_s
+        self._grp = self.grp_s.tolist()
         self._hop = hop_s.tolist()
         self._lm = lm_s.tolist()
         self._tok_exact = int(min(tok_x[-1], EXACT_TOKENS))
@@ -172,7 +179,7 @@ class StepTimes:
             raise ValueError("StepTimes.build takes one plan")
         dp, pp = int(plan.dp[0]), int(plan.pp[0])
         seqs = max(-(-limits.max_seqs // dp), 1)
-        tokens = max(-(-(limits.max_tokens + limits.max_seqs) // dp), 2)
+        tokens = max(limits.max_tokens + seqs, 2)  # a rank may carry a whole iteration's prompt tokens
         tok_x = _token_nodes(tokens)
         ad_n = _seq_nodes(seqs)
         ctx_x = _geom(1, max(limits.max_context, 2), 4.0)
@@ -197,6 +204,7 @@ class StepTimes:
         st = stage_time(arch, hw, rows, Load(*cols), engine)
         a, b, c = nt, 2 * nt, 2 * nt + nn * nc
         tok_s = st.gemm_s[:a] + st.comm_s[:a] + st.overhead_s[:a]
+        grp_s = st.group_s[:a] if st.group_s is not None else None
         lm_s = st.gemm_s[a:b] - st.gemm_s[a]
         ad_s = st.attention_s[b:c].reshape(nn, nc)
         ap_s = st.attention_s[c:].reshape(npt, npp)
@@ -206,7 +214,7 @@ class StepTimes:
         return cls(pp=pp, dp=dp, step_s=engine.step_overhead_ms * 1e-3, eager_s=eager_s,
                    slowdown=engine.mixed_batch_slowdown if slowdown is None else slowdown,
                    tok_x=tok_x, tok_s=tok_s, hop_s=st.hop_s[:a], lm_s=lm_s, ad_n=ad_n, ctx_x=ctx_x,
-                   ad_s=ad_s, ap_t=ap_t, ap_p=ap_p, ap_s=ap_s)
+                   ad_s=ad_s, ap_t=ap_t, ap_p=ap_p, ap_s=ap_s, grp_s=grp_s)
 
     def _decode_cycle_rows(self, n_all: np.ndarray) -> np.ndarray:
         """Cycle seconds of a pure decode iteration of n sequences (rows) at each ctx node."""
@@ -262,12 +270,16 @@ class StepTimes:
         args = np.broadcast_arrays(n, dec_ctx, pre_tokens, pre_prompt, completing)
         if self.pp == 1:
             d = float(self.dp)
-            n, ctx, t, s, c = (np.ceil(a / d) if i in (0, 2, 4) else np.asarray(a, dtype=float)
+            group = (args[0] + args[2]) / d  # the MoE group's tokens per rank
+            # one prefill piece per iteration here (cycle_s's default): it runs on one rank
+            n, ctx, t, s, c = (np.ceil(a / d) if i in (0, 4) else np.asarray(a, dtype=float)
                                for i, a in enumerate(args))
             dec = self.stage_s(n, ctx)
             full = self.stage_s(n, ctx, t, s, n + c)
             mixed = np.where((n > 0) & (t > 0), dec + self.slowdown * (full - dec), full)
             mixed = np.where(t > 0, np.maximum(mixed, self.eager_s), mixed)  # eager: host floor
+            if self.dp > 1:
+                mixed = mixed + np.where(t > 0, self._lin(group, self.grp_s) - self._lin(n + t, self.grp_s), 0.0)
             return mixed + self.step_s
         cycle = np.frompyfunc(lambda *a: self.cycle_s(int(a[0]), float(a[1]), int(a[2]), float(a[3]), int(a[4])),
                               5, 1)
@@ -360,13 +372,28 @@ class StepTimes:
         draft = row[j] + v * (row[j + 1] - row[j])
         return self._cycle_s(n, ctx, t + kn, s_all, completing + kn, pieces) + draft
 
+    def _g(self, x: float) -> float:
+        if x <= self._tok_exact and x == int(x):
+            return self._grp[int(x)]
+        return float(self._lin(x, self.grp_s))
+
+    def _busiest_prefill(self, t: int, pieces: int) -> int:
+        """Prefill tokens of the busiest attention-DP rank: its whole pieces (module docstring)."""
+        pieces = max(pieces, 1)
+        on_rank = -(-pieces // self.dp)
+        return max(-(-t // self.dp), min(t, -(-t * on_rank // pieces)))
+
     def _cycle_s(self, n: int, ctx: float, t: int, s: float, completing: int, pieces: int) -> float:
         dp = self.dp
+        fix = 0.0
         if dp > 1:
-            n, t, completing = -(-n // dp), -(-t // dp), -(-completing // dp)
+            group = (n + t) / dp
+            n, completing = -(-n // dp), -(-completing // dp)
+            t = self._busiest_prefill(t, pieces)
+            fix = self._g(group) - self._g(n + t)  # the MoE terms at the group's tokens
         pp = self.pp
         if pp == 1:
-            return self._stage(n, ctx, t, s, n + completing)[0] + self.step_s
+            return self._stage(n, ctx, t, s, n + completing)[0] + fix + self.step_s
         m = min(pp, n + max(pieces, 1))
         k = max(min(m, pieces), 1)  # micro-batches carrying prefill
         total = slowest = hop = 0.0
@@ -378,7 +405,7 @@ class StepTimes:
             total += st_j
             if st_j > slowest:
                 slowest, hop = st_j, hop_j
-        return max(total, pp * slowest + (pp - 1) * hop) + self.step_s
+        return max(total + fix, pp * slowest + (pp - 1) * hop) + self.step_s
 
     def pass_s(self, n: int, ctx: float, t: int = 0, s: float = 0.0, completing: int = 0) -> float:
         """One micro-batch of this load through every stage and hop, plus the step overhead

@@ -131,3 +131,35 @@ def test_vectorised_iterations_equal_the_scalar_lookups(pp, dp):
     got = steps.iterations_s(n, ctx, t, s, c)
     want = [steps.cycle_s(int(a), float(b), int(d), float(e), int(f)) for a, b, d, e, f in zip(n, ctx, t, s, c)]
     assert got == pytest.approx(want, rel=2e-3)
+
+
+def _dp_steps(dp: int) -> StepTimes:
+    """A stage costs 10 us per token of the rank's own load, of which 4 us are MoE group terms
+    (grp_s), and 1 ms per iteration; no attention, logits or eager floor."""
+    tok = np.arange(0.0, 20_001.0)
+    n = np.arange(0.0, 65.0)
+    ctx = np.array([1.0, 2.0, 16_384.0])
+    ap_t, ap_p = np.array([0.0, 1.0, 20_000.0]), np.array([1.0, 32_768.0])
+    return StepTimes(pp=1, dp=dp, step_s=0.001, slowdown=1.0, tok_x=tok, tok_s=tok * 1e-5,
+                     hop_s=np.zeros_like(tok), lm_s=np.zeros_like(tok), ad_n=n, ctx_x=ctx,
+                     ad_s=np.zeros((len(n), len(ctx))), ap_t=ap_t, ap_p=ap_p, ap_s=np.zeros((3, 2)),
+                     grp_s=tok * 4e-6)
+
+
+def test_attention_dp_rank_runs_whole_prompts():
+    """Hand-computed: an attention-DP rank serves whole requests; the MoE terms see every rank's
+    tokens (solver/replay/steptime.py module docstring)."""
+    st = _dp_steps(4)
+    # one 8000-token prompt: on one rank, 8000 x 6 us own + (8000 / 4) x 4 us MoE + 1 ms = 57 ms
+    # (split evenly, as before, it was 2000 x 10 us + 1 ms = 21 ms)
+    assert st.cycle_s(0, 0.0, 8000, 8000.0, 1, pieces=1) == pytest.approx(0.057)
+    # eight 1000-token prompts: two per rank, 2000 tokens on the busiest: 21 ms
+    assert st.cycle_s(0, 0.0, 8000, 1000.0, 8, pieces=8) == pytest.approx(0.021)
+    # two prompts of 4000: one per rank on two ranks: 4000 x 6 + 2000 x 4 us + 1 ms = 33 ms
+    assert st.cycle_s(0, 0.0, 8000, 4000.0, 2, pieces=2) == pytest.approx(0.033)
+    # 40 decoders beside one 1000-token prompt: the busiest rank 10 + 1000 tokens, the group 1040:
+    # 1010 x 6 us + 260 x 4 us + 1 ms = 8.1 ms; the vectorised path (one piece) agrees
+    assert st.cycle_s(40, 10.0, 1000, 1000.0, 1, pieces=1) == pytest.approx(0.0081)
+    assert st.iterations_s([40], [10.0], [1000], [1000.0], [1]) == pytest.approx([0.0081])
+    # one rank: unchanged, 8000 x 10 us + 1 ms
+    assert _dp_steps(1).cycle_s(0, 0.0, 8000, 8000.0, 1) == pytest.approx(0.081)
