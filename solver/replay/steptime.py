@@ -1,9 +1,8 @@
 """Iteration seconds of one engine instance for an actual batch composition, from grids.
 
-The performance model (`solver/perf/stages.py` `stage_time`) prices a `Load` over arrays of
-plans. A replay needs the time of every iteration, tens of thousands of them per second of wall
-time, so `StepTimes.build` evaluates the model once per (model, hardware, plan, engine) in ONE
-vectorised `stage_time` call whose rows are grid points, and iterations are then looked up.
+The performance model (`solver/perf/stages.py` `stage_time`) prices a `Load` over arrays of plans;
+`StepTimes.build` evaluates it once per (model, hardware, plan, engine) in ONE vectorised call whose
+rows are grid points, and the replay's iterations (tens of thousands a second) are looked up.
 
 The grid follows how `stage_time` adds up an iteration, so that nothing the model keeps apart is
 interpolated together. For a stage carrying `tokens = n + T` tokens (n decoding sequences of
@@ -11,25 +10,20 @@ mean context `ctx`, T prefill tokens), `logits` LM-head rows:
 
     stage = P(tokens) + L(logits) + Ad(n, ctx) + Ap(T, s)
 
-- P: projections, MLP / MoE block, all-reduces / all-to-all and kernel fixed costs, a function
-  of the token count alone. Tabulated at EVERY integer token count up to 16,384 (geometric
-  nodes, ratio 1.01, beyond), so the steps of the measured GEMM tables (issue 14 measured 53 us
-  at 512 rows and 100 us at 513 on hardware/profiles/h100-sxm; the tables have nodes at 2^k and
-  2^k + 1) are reproduced exactly, not smeared.
+- P: projections, MLP / MoE block, all-reduces / all-to-all and kernel fixed costs, a function of the
+  token count alone, at EVERY integer up to 16,384 (geometric, ratio 1.01, beyond), so the steps of
+  the measured GEMM tables (53 us at 512 rows, 100 us at 513 on hardware/profiles/h100-sxm; nodes at
+  2^k and 2^k + 1) are reproduced exactly.
 - L: the LM head over the rows that need logits, every integer up to the largest count.
 - Ad: decode attention over (n, ctx): integer n up to 64 then geometric (ratio 1.06), ctx on 4
   nodes per octave plus every power of two (the measured table's own nodes).
-- Ap: prefill attention over (T, s), s the "equivalent prompt" of the chunk: the table and the
-  model price T tokens of prompts of s tokens as T (s + 1) / 2 causal pairs, so a chunk of c
-  tokens starting at position p of its prompt (c (2p + c + 1) / 2 pairs) is priced at
-  s = 2p + c, and several chunks at the token-weighted mean of theirs. T on 8 nodes per octave,
-  s on 4 per octave.
+- Ap: prefill attention over (T, s), s the "equivalent prompt": T tokens of prompts of s tokens are
+  T (s + 1) / 2 causal pairs, so a chunk of c tokens at position p of its prompt is priced at
+  s = 2p + c, several chunks at the token-weighted mean. T on 8 nodes per octave, s on 4.
 
-Bilinear interpolation inside each 2-D table; the sum is exact at the nodes and, against
-direct `stage_time` calls at off-node points, within 1% (tests/replay/test_steptime.py).
+Bilinear inside each 2-D table: exact at the nodes, within 1% of `stage_time` off them (tests/replay/test_steptime.py).
 
-Per iteration, as `solver/perf/stages.py` `pass_latency` does, the engine's
-`step_overhead_ms` is added once. A mixed iteration (decoding sequences and prefill tokens)
+Per iteration, as `solver/perf/stages.py` `pass_latency` does, `step_overhead_ms` is added once. A mixed iteration (decoding sequences and prefill tokens)
 charges its prefill share `mixed_batch_slowdown` times, as `solver/perf/runtime.py`
 `mixed_iteration` does (settable: `slowdown=1.0` turns it off).
 
@@ -44,13 +38,10 @@ of the stage x the per-layer host time. A stage carrying prompt tokens is floore
 decode stages (graphed) are not. The measured operator tables are GPU times (kernels timed in
 isolation), so nothing else holds this cost.
 
-Data parallel attention: each rank serves whole requests (TensorRT-LLM's `enable_attention_dp`
-and SGLang's DP attention assign a request to one rank), so a rank carries ceil(n / dp) decoding
-sequences and the busiest rank the prompt pieces of ceil(pieces / dp) of the iteration's prefill
-pieces (their mean size; at least ceil(T / dp) tokens): one prompt alone runs on one rank. The
-iteration waits for that rank. The MoE layers' expert block and all-to-all see the whole group's
-tokens, every rank's (`StageTime.group_s`): the busiest rank's stage is its own load's, with those
-terms taken at the group's tokens per rank. Pipeline parallelism: see `cycle_s`.
+Data parallel attention: a rank serves whole requests (TensorRT-LLM's `enable_attention_dp`, SGLang's
+DP attention), so it carries ceil(n / dp) decoders and the busiest one ceil(pieces / dp) prompt pieces
+(>= ceil(T / dp) tokens); the MoE block and all-to-all (`StageTime.group_s`) see every rank's tokens.
+The iteration waits for the busiest rank. Pipeline parallelism: see `cycle_s`.
 """
 
 from __future__ import annotations
@@ -146,8 +137,7 @@ class StepTimes:
         self.ad_n, self.ctx_x, self.ad_s = ad_n, ctx_x, ad_s
         self.ap_t, self.ap_p, self.ap_s = ap_t, ap_p, ap_s
         self._tok = tok_s.tolist()
-        # of tok_s, the MoE group's terms (module docstring; zero for dense models)
-        self.grp_s = np.zeros_like(tok_s) if grp_s is None else grp_s
+        self.grp_s = np.zeros_like(tok_s) if grp_s is None else grp_s  # of tok_s, the MoE group's terms
         self._grp = self.grp_s.tolist()
         self._hop = hop_s.tolist()
         self._lm = lm_s.tolist()
@@ -270,8 +260,7 @@ class StepTimes:
         args = np.broadcast_arrays(n, dec_ctx, pre_tokens, pre_prompt, completing)
         if self.pp == 1:
             d = float(self.dp)
-            group = (args[0] + args[2]) / d  # the MoE group's tokens per rank
-            # one prefill piece per iteration here (cycle_s's default): it runs on one rank
+            group = (args[0] + args[2]) / d  # the MoE group's tokens per rank; one prefill piece: on one rank
             n, ctx, t, s, c = (np.ceil(a / d) if i in (0, 4) else np.asarray(a, dtype=float)
                                for i, a in enumerate(args))
             dec = self.stage_s(n, ctx)
@@ -373,15 +362,12 @@ class StepTimes:
         return self._cycle_s(n, ctx, t + kn, s_all, completing + kn, pieces) + draft
 
     def _g(self, x: float) -> float:
-        if x <= self._tok_exact and x == int(x):
-            return self._grp[int(x)]
-        return float(self._lin(x, self.grp_s))
+        return self._grp[int(x)] if x <= self._tok_exact and x == int(x) else float(self._lin(x, self.grp_s))
 
     def _busiest_prefill(self, t: int, pieces: int) -> int:
         """Prefill tokens of the busiest attention-DP rank: its whole pieces (module docstring)."""
         pieces = max(pieces, 1)
-        on_rank = -(-pieces // self.dp)
-        return max(-(-t // self.dp), min(t, -(-t * on_rank // pieces)))
+        return max(-(-t // self.dp), min(t, -(-t * -(-pieces // self.dp) // pieces)))
 
     def _cycle_s(self, n: int, ctx: float, t: int, s: float, completing: int, pieces: int) -> float:
         dp = self.dp
