@@ -23,9 +23,9 @@ mean context `ctx`, T prefill tokens), `logits` LM-head rows:
 
 Bilinear inside each 2-D table: exact at the nodes, within 1% of `stage_time` off them (tests/replay/test_steptime.py).
 
-Per iteration, as `solver/perf/stages.py` `pass_latency` does, `step_overhead_ms` is added once. A mixed iteration (decoding sequences and prefill tokens)
-charges its prefill share `mixed_batch_slowdown` times, as `solver/perf/runtime.py`
-`mixed_iteration` does (settable: `slowdown=1.0` turns it off).
+Per iteration, as `solver/perf/stages.py` `pass_latency` does, `step_overhead_ms` is added once. A
+mixed iteration (decoders and prefill tokens) charges its prefill share `mixed_batch_slowdown` times,
+as `solver/perf/runtime.py` `mixed_iteration` does (settable: `slowdown=1.0` turns it off).
 
 Eager iterations (`eager_layer_host_ms`): TensorRT-LLM's PyTorch backend replays a CUDA graph
 only for a batch without context requests (tensorrt_llm/_torch/pyexecutor/scheduler.py
