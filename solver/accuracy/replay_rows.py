@@ -110,6 +110,12 @@ GEN_VLLM_EXTRA = 1500
 GEN_TRTLLM_EXTRA = 1500
 GEN_TRTLLM_BLOCK = 32  # tokens_per_block the benchmark rule rounds max_num_tokens up to
 TRTLLM_CHUNKED = False  # enable_chunked_prefill of the generated TensorRT-LLM workers
+# InferenceX's TensorRT-LLM DeepSeek-R1 scripts launch attention-DP workers with
+# `attention_dp_config: {enable_balance: true, batching_wait_iters: 0, timeout_iters: 60}`
+# (SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_trt.sh since
+# c93f6ac8, 2025-09-17, and the dsr1 fp8/fp4 b200 and _mtp scripts; read at 1b234994): the
+# TensorRT-LLM policy's balancing (solver/replay/schedulers/trtllm.py) on those rows.
+INFERENCEX_ADP = {"adp_balance": True, "adp_batching_wait_iters": 0, "adp_timeout_iters": 60}
 
 
 def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
@@ -174,6 +180,9 @@ def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int,
     inst = replace(ip, batch=int(concurrency), chunk=chunk).instance(src.table)
     if tool == "aiconfigurator" and ip.engine == "trtllm":
         inst.policy.chunked = TRTLLM_CHUNKED
+    if tool == "inferencex" and ip.engine == "trtllm" and ip.steps.dp > 1:
+        for name, value in {**INFERENCEX_ADP, "adp_ranks": ip.steps.dp}.items():
+            setattr(inst.policy, name, value)
     run(src, inst)
     table = src.table
     sel = metrics.finished(table, metrics.selected(table))

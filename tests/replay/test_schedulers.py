@@ -165,6 +165,74 @@ def test_trtllm_chunks_in_block_multiples_and_waits_unchunked():
     assert unchunked._chunk(1500, 1000) == 992  # longer than the budget: chunked anyway
 
 
+def _balanced(ranks=2, timeout=3, batching=0):
+    policy = TrtllmScheduler(64, 8192, overlap=False)
+    policy.adp_balance, policy.adp_ranks = True, ranks
+    policy.adp_timeout_iters, policy.adp_batching_wait_iters = timeout, batching
+    return policy, instance(policy)
+
+
+def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
+    # two decoders (every rank has a generation request), one context: held for the first
+    # timeout - 1 = 2 iterations (counted by the instance's iterations), sent at the 3rd
+    policy, inst = _balanced()
+    _table(inst, 3)
+    _decoder(inst, 0, 16, 100)
+    _decoder(inst, 1, 16, 100)
+    _waiting(inst, 2, 64, 8)
+    for it in range(2):
+        inst.stats.iterations = it
+        batch = policy.schedule(inst)
+        assert batch.decode and not batch.prefill and batch.stable
+        assert policy.stretch_limit(inst) == 3 - (it + 1)  # a decode stretch ends at the timeout
+    inst.stats.iterations = 2
+    batch = policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(2, 64)] and policy.stretch_limit(inst) == 1 << 30
+
+
+def test_trtllm_attention_dp_balance_sends_when_every_rank_has_a_context():
+    policy, inst = _balanced()
+    _table(inst, 4)
+    _decoder(inst, 0, 16, 100)
+    _decoder(inst, 1, 16, 100)
+    _waiting(inst, 2, 64, 8)
+    assert not policy.schedule(inst).prefill  # one context for two ranks: held
+    _waiting(inst, 3, 32, 8)
+    inst.stats.iterations = 1
+    batch = policy.schedule(inst)  # two: one per rank, both go at once
+    assert [(s.id, c) for s, c in batch.prefill] == [(2, 64), (3, 32)]
+
+
+def test_trtllm_attention_dp_balance_does_not_hold_when_a_rank_has_no_generation():
+    policy, inst = _balanced(ranks=2)
+    _table(inst, 2)
+    _decoder(inst, 0, 16, 100)  # one decoder for two ranks: one rank idle, nothing waits
+    _waiting(inst, 1, 64, 8)
+    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(1, 64)]
+
+
+def test_trtllm_attention_dp_batching_wait_holds_full_rounds_too():
+    # every rank has a context and a generation request: batching_wait_iters = 1 more iteration
+    policy, inst = _balanced(batching=1)
+    _table(inst, 4)
+    _decoder(inst, 0, 16, 100)
+    _decoder(inst, 1, 16, 100)
+    _waiting(inst, 2, 64, 8)
+    _waiting(inst, 3, 64, 8)
+    assert not policy.schedule(inst).prefill and policy.stretch_limit(inst) == 1
+    assert len(policy.schedule(inst).prefill) == 2
+
+
+def test_trtllm_attention_dp_balance_is_off_by_default():
+    policy = TrtllmScheduler(64, 8192, overlap=False)
+    policy.adp_ranks = 8  # attention DP without enable_balance (TensorRT-LLM's default)
+    inst = instance(policy)
+    _table(inst, 2)
+    _decoder(inst, 0, 16, 100)
+    _waiting(inst, 1, 64, 8)
+    assert len(policy.schedule(inst).prefill) == 1
+
+
 def test_make_policy_sets_the_planned_batch_and_chunk():
     p = make_policy("vllm", batch=128, chunk=4096)
     assert (p.max_seqs, p.max_tokens, p.block_tokens) == (128, 4096, 16)

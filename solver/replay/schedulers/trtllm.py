@@ -35,6 +35,17 @@ an idle engine (or one whose requests all finished) is not delayed. `overlap=Fal
 
 Defaults: `max_batch_size` 2048 and `max_num_tokens` 8192 (tensorrt_llm/llmapi/llm_args.py);
 chunking on here, as the planner's colocated plans assume (a plan's batch and chunk set them).
+
+Attention-DP balancing (`attention_dp_config.enable_balance`, default off: `AttentionDpConfig`
+in llm_args.py; `PyExecutor._balance_adp_requests` in py_executor.py, 1.0 line): with `adp_ranks`
+attention-DP ranks, every iteration's context requests are held back (only the generation
+requests run) until every rank has one, each such held iteration counted; they go when every
+rank has one (after `batching_wait_iters` more iterations if every rank also has generation
+requests), when the count reaches `timeout_iters`, or when some rank has no generation request.
+The replay holds no ranks: every rank has a context when at least `adp_ranks` contexts would be
+scheduled (the executor gives a new request to the rank with the fewest active ones, in a
+closed loop the rank a finish freed), and generation requests when at least `adp_ranks`
+sequences decode.
 """
 
 from __future__ import annotations
@@ -55,6 +66,12 @@ class TrtllmScheduler(Policy):
         self.late_first_token = self.overlap  # module docstring: outputs of N after N+1's launch
         self._fresh = False  # the last schedule saw requests it had not seen before
         self.reserved = 0  # blocks reserved for every request in flight (prompt + output)
+        # attention-DP balancing (module docstring): off unless adp_ranks > 1 and adp_balance
+        self.adp_ranks, self.adp_balance = 1, False
+        self.adp_timeout_iters, self.adp_batching_wait_iters = 50, 10  # AttentionDpConfig defaults
+        self._held_at: int | None = None  # iteration the contexts were first held at
+        self._batching = 0  # held iterations while every rank had a context (batching wait)
+        self._holding = 0  # iterations the hold still lasts at most (stretch_limit)
 
     def _chunk(self, need: int, budget: int) -> int:
         """Tokens of a context that go into this iteration (0: it waits)."""
@@ -71,6 +88,10 @@ class TrtllmScheduler(Policy):
         if kv.n_dec:  # reservations make this always fit
             batch.decode = True
             budget -= kv.n_dec * self.decode_tokens
+        if self.adp_balance and self.adp_ranks > 1 and self._hold_contexts(inst):
+            batch.stable = batch.decode
+            self._fresh = self._see(inst.waiting)
+            return batch
         for seq in list(inst.prefilling):
             new = self._chunk(seq.target - seq.computed, budget)
             if new > 0 and kv.grow(seq, seq.computed + new):
@@ -103,6 +124,34 @@ class TrtllmScheduler(Policy):
         self._fresh = self._see(waiting)
         return batch
 
+    def _hold_contexts(self, inst) -> bool:
+        """`_balance_adp_requests` for this iteration (module docstring): whether the context
+        requests wait; sets how many iterations the hold lasts at most."""
+        ranks, lag = self.adp_ranks, self.overlap and bool(inst.running)
+        free = max(self.max_seqs - len(inst.running), 0)
+        fresh = sum(1 for seq in inst.waiting if seq.seen or not lag)
+        contexts = len(inst.prefilling) + min(fresh, free)
+        gens = inst.kv.n_dec >= ranks
+        self._holding = 0
+        if contexts == 0:
+            return False
+        if contexts >= ranks:
+            self._held_at = None
+            if gens and self._batching < self.adp_batching_wait_iters:
+                self._batching += 1
+                self._holding = 1
+                return True
+            self._batching = 0
+            return False
+        if self._held_at is None:
+            self._held_at = inst.stats.iterations
+        count = inst.stats.iterations - self._held_at + 1
+        if count >= self.adp_timeout_iters or not gens:
+            self._held_at = None
+            return False
+        self._holding = self.adp_timeout_iters - count
+        return True
+
     @staticmethod
     def _see(waiting) -> bool:
         """Mark what waits now as seen by this schedule (newcomers are at the back); whether
@@ -117,7 +166,9 @@ class TrtllmScheduler(Policy):
     def stretch_limit(self, inst) -> int:
         """With the overlap lag, a pure decode batch chosen while newcomers wait is one
         iteration: they are considered at the next boundary."""
-        return 1 if self.overlap and self._fresh else 1 << 30
+        if self.overlap and self._fresh:
+            return 1
+        return self._holding if self._holding else 1 << 30
 
     def left(self, seq: Seq) -> None:
         self.reserved -= seq.reserved
