@@ -112,7 +112,7 @@ GEN_TRTLLM_BLOCK = 32  # tokens_per_block the benchmark rule rounds max_num_toke
 TRTLLM_CHUNKED = False  # enable_chunked_prefill of the generated TensorRT-LLM workers
 # InferenceX's TensorRT-LLM DeepSeek-R1 scripts launch attention-DP workers with
 # `attention_dp_config: {enable_balance: true, batching_wait_iters: 0, timeout_iters: 60}`
-# (SemiAnalysisAI/InferenceX benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_trt.sh since
+# (SemiAnalysisAI/InferenceX/benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_trt.sh since
 # c93f6ac8, 2025-09-17, and the dsr1 fp8/fp4 b200 and _mtp scripts; read at 1b234994): the
 # TensorRT-LLM policy's balancing (solver/replay/schedulers/trtllm.py) on those rows.
 INFERENCEX_ADP = {"adp_balance": True, "adp_batching_wait_iters": 0, "adp_timeout_iters": 60}
