@@ -165,20 +165,22 @@ def test_trtllm_chunks_in_block_multiples_and_waits_unchunked():
     assert unchunked._chunk(1500, 1000) == 992  # longer than the budget: chunked anyway
 
 
-def _balanced(ranks=2, timeout=3, batching=0):
+def _balanced(ranks=2, timeout=3, batching=0, requests=4):
+    """A balancing TensorRT-LLM policy and an instance whose two ranks each decode one request."""
     policy = TrtllmScheduler(64, 8192, overlap=False)
     policy.adp_balance, policy.adp_ranks = True, ranks
     policy.adp_timeout_iters, policy.adp_batching_wait_iters = timeout, batching
-    return policy, instance(policy)
+    inst = instance(policy)
+    _table(inst, requests)
+    _decoder(inst, 0, 16, 100)
+    _decoder(inst, 1, 16, 100)
+    return policy, inst
 
 
 def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
     # two decoders (every rank has a generation request), one context: held for the first
     # timeout - 1 = 2 iterations (counted by the instance's iterations), sent at the 3rd
     policy, inst = _balanced()
-    _table(inst, 3)
-    _decoder(inst, 0, 16, 100)
-    _decoder(inst, 1, 16, 100)
     _waiting(inst, 2, 64, 8)
     for it in range(2):
         inst.stats.iterations = it
@@ -192,9 +194,6 @@ def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
 
 def test_trtllm_attention_dp_balance_sends_when_every_rank_has_a_context():
     policy, inst = _balanced()
-    _table(inst, 4)
-    _decoder(inst, 0, 16, 100)
-    _decoder(inst, 1, 16, 100)
     _waiting(inst, 2, 64, 8)
     assert not policy.schedule(inst).prefill  # one context for two ranks: held
     _waiting(inst, 3, 32, 8)
@@ -204,19 +203,14 @@ def test_trtllm_attention_dp_balance_sends_when_every_rank_has_a_context():
 
 
 def test_trtllm_attention_dp_balance_does_not_hold_when_a_rank_has_no_generation():
-    policy, inst = _balanced(ranks=2)
-    _table(inst, 2)
-    _decoder(inst, 0, 16, 100)  # one decoder for two ranks: one rank idle, nothing waits
-    _waiting(inst, 1, 64, 8)
-    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(1, 64)]
+    policy, inst = _balanced(ranks=3)  # two decoders for three ranks: one rank idle
+    _waiting(inst, 2, 64, 8)
+    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(2, 64)]
 
 
 def test_trtllm_attention_dp_batching_wait_holds_full_rounds_too():
     # every rank has a context and a generation request: batching_wait_iters = 1 more iteration
     policy, inst = _balanced(batching=1)
-    _table(inst, 4)
-    _decoder(inst, 0, 16, 100)
-    _decoder(inst, 1, 16, 100)
     _waiting(inst, 2, 64, 8)
     _waiting(inst, 3, 64, 8)
     assert not policy.schedule(inst).prefill and policy.stretch_limit(inst) == 1
