@@ -12,7 +12,9 @@ counted and skipped. The sample's `batch_size` is per attention data-parallel ra
 benchmark's concurrency is batch_size x attention_dp_size (aiconfigurator-core 0.12.0,
 sdk/backends/base_backend.py: `global_bs = bs * attention_dp_size` and `concurrency = global_bs`
 in the static estimate; the sample's own `silicon_concurrency=` field equals batch_size x
-attention_dp_size on 168 of its 169 aggregated DP rows; every converted row has pp 1). Extra
+attention_dp_size on 168 of its 169 aggregated DP rows; every converted row has pp 1). Its
+InferenceX MoE rows that record TP x EP as the world size are read as the run's TP and EP
+(`run_layout`). Extra
 columns (id, source system, model path, engine version, measurement source) are passed through. Measured data is precious: this file is for judging accuracy and,
 for the h100_sxm rows only, for calibration (benchmarks/calibrate.py).
 """
@@ -103,6 +105,22 @@ def write_rows(out: Path, columns: list[str], rows: list[dict], skipped: Counter
         print(f"  skipped {n}: {why}", file=sys.stderr)
 
 
+NODE_GPUS = {"a100_sxm": 8, "h100_sxm": 8, "h200_sxm": 8, "b200_sxm": 8, "b300_sxm": 8}  # HGX nodes
+
+
+def run_layout(system: str, tp: int, dp: int, moe_tp: int, ep: int) -> tuple[int, int, int]:
+    """(tp, dp, ep) of the run. The sample's InferenceX MoE rows on one 8-GPU node that ran
+    TP = EP = k (InferenceX's single-node scripts: `--tp_size=$TP --ep_size=$EP_SIZE`; the dated
+    exports spell it in their id, `..._tp8_ep8_...`) record moe_tp_size = moe_ep_size = k and
+    tp_size (attention_dp_size with attention DP) = k x k: 16 or 64 GPUs on an 8-GPU node. The
+    same measurements exported on 2026-03-25 carry tp 8, ep 8 (or tp 1, dp 8). Such a row is read
+    as tp k, ep k (attention DP: tp 1, dp k); every other row as it stands."""
+    k, node = moe_tp, NODE_GPUS.get(system)
+    if node and k > 1 and ep == k and k * k > node and sorted((tp, dp)) == [1, k * k]:
+        return (k, 1, ep) if tp == k * k else (1, k, ep)
+    return tp, dp, ep
+
+
 def concurrency(batch_size: str, dp: int) -> str:
     """The closed loop's concurrency: the sample's per-DP-rank batch times the DP ranks."""
     return "" if batch_size in ("", "0") else str(int(batch_size) * dp)
@@ -129,15 +147,16 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
             continue
         # empty or 0 means "not used" in the sample: one-way
         tp = max(1, int(r["tp_size"] or 1))
-        dp = max(1, int(r["attention_dp_size"] or 1))
+        dp_sample = dp = max(1, int(r["attention_dp_size"] or 1))
         ep = max(1, int(r["moe_ep_size"] or 1))
+        tp, dp, ep = run_layout(r["system"], tp, dp, max(1, int(r["moe_tp_size"] or 1)), ep)
         why = _plan_ok(model, tp, max(1, int(r["pp_size"] or 1)), ep, dp)
         if why:
             skipped[why] += 1
             continue
         out.append({
             "model": model, "hardware": hw, "precision": PRECISION[quant], "mode": "colocated",
-            "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": concurrency(r["batch_size"], dp),
+            "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": concurrency(r["batch_size"], dp_sample),
             "tp": tp, "pp": max(1, int(r["pp_size"] or 1)), "ep": ep, "dp": dp,
             **measured_fields(r),
         })
