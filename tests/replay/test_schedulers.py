@@ -192,6 +192,27 @@ def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
     assert [(s.id, c) for s, c in batch.prefill] == [(2, 64)] and policy.stretch_limit(inst) == 1 << 30
 
 
+def test_trtllm_attention_dp_balance_counts_iterations_without_contexts_too():
+    # the engine's count runs while no context waits: after two context-free iterations a
+    # context arriving in the third reaches the timeout (3) at once and goes
+    policy, inst = _balanced()
+    for it in range(2):
+        inst.stats.iterations = it
+        assert policy.schedule(inst).decode and policy.stretch_limit(inst) == 1 << 30
+    _waiting(inst, 2, 64, 8)
+    inst.stats.iterations = 2
+    batch = policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(2, 64)]
+    done = batch.prefill[0][0]  # its prompt computed: it decodes from now on
+    done.computed, done.generated = 64, 1
+    inst.prefilling.remove(done)
+    inst.join_decoders(done)
+    # the count restarted at the release: the next lone context waits a whole cycle again
+    _waiting(inst, 3, 32, 8)
+    inst.stats.iterations = 3
+    assert not policy.schedule(inst).prefill and policy.stretch_limit(inst) == 2
+
+
 def test_trtllm_attention_dp_balance_sends_when_every_rank_has_a_context():
     policy, inst = _balanced()
     _waiting(inst, 2, 64, 8)

@@ -39,9 +39,10 @@ chunking on here, as the planner's colocated plans assume (a plan's batch and ch
 Attention-DP balancing (`attention_dp_config.enable_balance`, default off: `AttentionDpConfig`
 in llm_args.py; `PyExecutor._balance_adp_requests` in py_executor.py, 1.0 line): with `adp_ranks`
 attention-DP ranks, every iteration's context requests are held back (only the generation
-requests run) until every rank has one, each such held iteration counted; they go when every
-rank has one (after `batching_wait_iters` more iterations if every rank also has generation
-requests), when the count reaches `timeout_iters`, or when some rank has no generation request.
+requests run) until every rank has one; they go when every rank has one (after
+`batching_wait_iters` more iterations if every rank also has generation requests), when the
+count of iterations in which some rank had none (counted whether or not any context waits,
+restarted at each release) reaches `timeout_iters`, or when some rank has no generation request.
 The replay holds no ranks: every rank has a context when at least `adp_ranks` contexts would be
 scheduled (the executor gives a new request to the rank with the fewest active ones, in a
 closed loop the rank a finish freed), and generation requests when at least `adp_ranks`
@@ -133,8 +134,6 @@ class TrtllmScheduler(Policy):
         contexts = len(inst.prefilling) + min(fresh, free)
         gens = inst.kv.n_dec >= ranks
         self._holding = 0
-        if contexts == 0:
-            return False
         if contexts >= ranks:
             self._held_at = None
             if gens and self._batching < self.adp_batching_wait_iters:
@@ -143,14 +142,16 @@ class TrtllmScheduler(Policy):
                 return True
             self._batching = 0
             return False
+        # the engine's count runs in every iteration some rank lacks a context, none waiting
+        # included, and restarts at the timeout: a lone context waits out the rest of the cycle
         if self._held_at is None:
             self._held_at = inst.stats.iterations
-        count = inst.stats.iterations - self._held_at + 1
+        count = (inst.stats.iterations - self._held_at) % self.adp_timeout_iters + 1
         if count >= self.adp_timeout_iters or not gens:
             self._held_at = None
             return False
-        self._holding = self.adp_timeout_iters - count
-        return True
+        self._holding = self.adp_timeout_iters - count if contexts else 0
+        return contexts > 0
 
     @staticmethod
     def _see(waiting) -> bool:
