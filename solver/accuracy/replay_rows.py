@@ -50,6 +50,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
+from solver.accuracy.inferencex import TrtllmLaunch, trtllm_launch
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
@@ -110,14 +111,6 @@ GEN_VLLM_EXTRA = 1500
 GEN_TRTLLM_EXTRA = 1500
 GEN_TRTLLM_BLOCK = 32  # tokens_per_block the benchmark rule rounds max_num_tokens up to
 TRTLLM_CHUNKED = False  # enable_chunked_prefill of the generated TensorRT-LLM workers
-# InferenceX's TensorRT-LLM DeepSeek-R1 scripts launch attention-DP workers with
-# `attention_dp_config: {enable_balance: true, batching_wait_iters: 0, timeout_iters: 60}`
-# (SemiAnalysisAI/InferenceX/benchmarks/single_node/fixed_seq_len/dsr1_fp8_h200_trt.sh since
-# c93f6ac8, 2025-09-17, and the dsr1 fp8/fp4 b200 and _mtp scripts; read at 1b234994): the
-# TensorRT-LLM policy's balancing (solver/replay/schedulers/trtllm.py) on those rows.
-INFERENCEX_ADP = {"adp_balance": True, "adp_batching_wait_iters": 0, "adp_timeout_iters": 60}
-
-
 def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
     """The token budget per iteration of the engine that measured a row: aiconfigurator's
     generated vLLM and TensorRT-LLM limits (above) on its rows, else `CHUNK_TOKENS`."""
@@ -128,6 +121,23 @@ def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int
         return -(-need // GEN_TRTLLM_BLOCK) * GEN_TRTLLM_BLOCK
     seqs = GEN_VLLM_SEQS if int(concurrency) < GEN_VLLM_SEQS else 2 * int(concurrency)
     return seqs + int(input_tokens) + GEN_VLLM_EXTRA
+
+
+def row_launch(r, tool: str, engine: str) -> TrtllmLaunch:
+    """How the row's engine was launched where the sample does not say: InferenceX's
+    TensorRT-LLM scripts (solver/accuracy/inferencex.py); nothing known otherwise."""
+    if tool != "inferencex" or engine != "trtllm":
+        return TrtllmLaunch()
+    i = r.ints
+    return trtllm_launch(r.model, r.hardware, r.precision, (r.raw.get("engine_version") or "").strip(),
+                         i["input_tokens"], i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
+
+
+def _budget(r, engine: str) -> int:
+    """The row's token budget per iteration: its launch's, else `generator_limits`."""
+    tool = benchmark_tool(r.raw)
+    launched = row_launch(r, tool, engine).max_num_tokens
+    return launched or generator_limits(tool, engine, r.ints["concurrency"], r.ints["input_tokens"])
 
 
 def _context_limit(tokens: int) -> int:
@@ -150,8 +160,7 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     hw = HardwareTable.from_cards([card], engine=params, profiles=profiles)
     conc = max(rows[k].ints["concurrency"] for k in idx)
     ctx = max(rows[k].ints["input_tokens"] + rows[k].ints["output_tokens"] for k in idx)
-    chunk = max(generator_limits(benchmark_tool(rows[k].raw), engine, rows[k].ints["concurrency"],
-                                 rows[k].ints["input_tokens"]) for k in idx)
+    chunk = max(_budget(rows[k], engine) for k in idx)
     i = first.ints
     plan = Plans.of(hw=0, tp=i["tp"], pp=i["pp"], ep=i["ep"], dp=i["dp"], batch=conc,
                     wprec=precision_code(first.precision), kvprec=precision_code(first.precision))  # type: ignore[arg-type]
@@ -172,17 +181,18 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
 
 def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int, output_tokens: int,
                request_overhead_ms: float = 0.0, statistic: Statistic = "mean",
-               seed: int = 0) -> tuple[float, float]:
+               seed: int = 0, launch: TrtllmLaunch | None = None) -> tuple[float, float]:
     """(TTFT ms, TPOT ms) of one benchmark point replayed on one instance of `ip`, with the
-    token budget of the engine the tool's rows ran (`generator_limits`)."""
+    token budget of the engine the tool's rows ran (`launch`'s, else `generator_limits`) and
+    the launch's policy settings."""
+    launch = launch or TrtllmLaunch()
     src = benchmark_source(tool, concurrency, input_tokens, output_tokens, seed=seed)
-    chunk = generator_limits(tool, ip.engine, concurrency, input_tokens)
+    chunk = launch.max_num_tokens or generator_limits(tool, ip.engine, concurrency, input_tokens)
     inst = replace(ip, batch=int(concurrency), chunk=chunk).instance(src.table)
     if tool == "aiconfigurator" and ip.engine == "trtllm":
         inst.policy.chunked = TRTLLM_CHUNKED
-    if tool == "inferencex" and ip.engine == "trtllm" and ip.steps.dp > 1:
-        for name, value in {**INFERENCEX_ADP, "adp_ranks": ip.steps.dp}.items():
-            setattr(inst.policy, name, value)
+    for name, value in launch.policy.items():
+        setattr(inst.policy, name, value)
     run(src, inst)
     table = src.table
     sel = metrics.finished(table, metrics.selected(table))
@@ -214,6 +224,8 @@ def replay_rows(path: str, rows: list, params_for: Callable[[str | None], Engine
         ip = _group_plan(path, rows, idx, params, engine, tables, slowdown)
         for k in idx:
             r = rows[k]
-            ttft[k], tpot[k] = replay_row(ip, benchmark_tool(r.raw), r.ints["concurrency"], r.ints["input_tokens"],
-                                          r.ints["output_tokens"], params.request_overhead_ms, statistic)
+            tool = benchmark_tool(r.raw)
+            ttft[k], tpot[k] = replay_row(ip, tool, r.ints["concurrency"], r.ints["input_tokens"],
+                                          r.ints["output_tokens"], params.request_overhead_ms, statistic,
+                                          launch=row_launch(r, tool, engine))
     return ttft, tpot

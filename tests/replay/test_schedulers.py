@@ -248,6 +248,66 @@ def test_trtllm_attention_dp_balance_is_off_by_default():
     assert len(policy.schedule(inst).prefill) == 1
 
 
+def _waits(timeout=3, ratio=0.5, max_tokens=1000, requests=4):
+    """A batch-waiting TensorRT-LLM policy and an instance with one request decoding."""
+    policy = TrtllmScheduler(64, max_tokens, overlap=False)
+    policy.batch_wait_timeout_iters, policy.batch_wait_max_tokens_ratio = timeout, ratio
+    inst = instance(policy)
+    _table(inst, requests)
+    _decoder(inst, 0, 16, 100)
+    return policy, inst
+
+
+def test_trtllm_batch_waiting_holds_contexts_until_the_timeout():
+    # one decoder, one 64-token context: 64 + 1 tokens < 0.5 x 1000, so it waits while the
+    # count (0, 1, 2) is below the timeout 3 and goes at the 4th schedule, the count restarted
+    policy, inst = _waits()
+    _waiting(inst, 1, 64, 8)
+    for it in range(3):
+        inst.stats.iterations = it
+        batch = policy.schedule(inst)
+        assert batch.decode and not batch.prefill and batch.stable
+        assert policy.stretch_limit(inst) == 3 - it  # a decode stretch may cover the rest of the wait
+    inst.stats.iterations = 3
+    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(1, 64)]
+    assert policy._wait_count == 0 and policy.stretch_limit(inst) == 1 << 30
+
+
+def test_trtllm_batch_waiting_counts_the_iterations_a_stretch_held():
+    # the first hold allows a stretch of 3 decode iterations; after it the count is 3: release
+    policy, inst = _waits()
+    _waiting(inst, 1, 64, 8)
+    assert not policy.schedule(inst).prefill and policy.stretch_limit(inst) == 3
+    inst.stats.iterations = 3
+    assert len(policy.schedule(inst).prefill) == 1
+
+
+def test_trtllm_batch_waiting_releases_at_the_token_ratio():
+    # 300 + 250 prompt tokens + 1 decode token = 551 >= 0.5 x 1000: both go at once
+    policy, inst = _waits()
+    _waiting(inst, 1, 300, 8)
+    assert not policy.schedule(inst).prefill  # 301 < 500: held
+    _waiting(inst, 2, 250, 8)
+    inst.stats.iterations = 1
+    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(1, 300), (2, 250)]
+
+
+def test_trtllm_batch_waiting_needs_generation_requests_and_a_timeout():
+    policy = TrtllmScheduler(64, 1000, overlap=False)
+    policy.batch_wait_timeout_iters, policy.batch_wait_max_tokens_ratio = 3, 0.5
+    inst = instance(policy)
+    _table(inst, 2)
+    _waiting(inst, 0, 64, 8)  # nothing decodes: no waiting (the engine avoids a dead wait)
+    assert len(policy.schedule(inst).prefill) == 1
+    policy, inst = _waits(timeout=0)  # a ratio alone: the count is always at the timeout 0
+    _waiting(inst, 1, 64, 8)
+    assert len(policy.schedule(inst).prefill) == 1
+    policy, inst = _waits()
+    policy.adp_ranks = 2  # attention DP: the engine never batch-waits
+    _waiting(inst, 1, 64, 8)
+    assert len(policy.schedule(inst).prefill) == 1
+
+
 def test_make_policy_sets_the_planned_batch_and_chunk():
     p = make_policy("vllm", batch=128, chunk=4096)
     assert (p.max_seqs, p.max_tokens, p.block_tokens) == (128, 4096, 16)

@@ -47,6 +47,16 @@ The replay holds no ranks: every rank has a context when at least `adp_ranks` co
 scheduled (the executor gives a new request to the rank with the fewest active ones, in a
 closed loop the rank a finish freed), and generation requests when at least `adp_ranks`
 sequences decode.
+
+Batch waiting (`batch_wait_timeout_iters`, `batch_wait_max_tokens_ratio`, both 0 = off by
+default in llm_args.py; `PyExecutor._waiting_requests`, called from `_schedule` only without
+attention DP and when the scheduled batch has both context and generation requests): the
+scheduled context requests are held (the generation requests run alone) until the iteration's
+scheduled tokens (every held context's whole prompt plus one token per generation request)
+reach ratio x `max_num_tokens`, or until the count of held iterations reaches the timeout; the
+count restarts at each release and stands still in iterations without both kinds. With the
+timeout at 0 the count is always at it: nothing waits. The policy holds them when
+`adp_ranks` is 1 (set it to the attention-DP ranks of an attention-DP instance).
 """
 
 from __future__ import annotations
@@ -73,6 +83,10 @@ class TrtllmScheduler(Policy):
         self._held_at: int | None = None  # iteration the contexts were first held at
         self._batching = 0  # held iterations while every rank had a context (batching wait)
         self._holding = 0  # iterations the hold still lasts at most (stretch_limit)
+        # batch waiting (module docstring): off unless either is positive
+        self.batch_wait_timeout_iters, self.batch_wait_max_tokens_ratio = 0, 0.0
+        self._wait_count = 0  # held iterations since the last release
+        self._wait_from: int | None = None  # iteration the last hold began at
 
     def _chunk(self, need: int, budget: int) -> int:
         """Tokens of a context that go into this iteration (0: it waits)."""
@@ -89,7 +103,12 @@ class TrtllmScheduler(Policy):
         if kv.n_dec:  # reservations make this always fit
             batch.decode = True
             budget -= kv.n_dec * self.decode_tokens
-        if self.adp_balance and self.adp_ranks > 1 and self._hold_contexts(inst):
+        self._holding = 0
+        if self._wait_from is not None:  # the iterations held by batch waiting since the last schedule
+            self._wait_count += inst.stats.iterations - self._wait_from
+            self._wait_from = None
+        if (self.adp_balance and self.adp_ranks > 1 and self._hold_contexts(inst)) or (
+                batch.decode and self._batch_waits(inst, budget)):
             batch.stable = batch.decode
             self._fresh = self._see(inst.waiting)
             return batch
@@ -124,6 +143,39 @@ class TrtllmScheduler(Policy):
         batch.stable = batch.decode and not batch.prefill
         self._fresh = self._see(waiting)
         return batch
+
+    def _batch_waits(self, inst, budget: int) -> bool:
+        """`_waiting_requests` for this iteration (module docstring): whether the contexts the
+        iteration would schedule wait; sets how many iterations the hold lasts at most."""
+        if self.adp_ranks > 1 or (self.batch_wait_timeout_iters <= 0 and self.batch_wait_max_tokens_ratio <= 0):
+            return False
+        tokens, contexts = inst.kv.n_dec * self.decode_tokens, 0
+        for seq in inst.prefilling:
+            new = self._chunk(seq.target - seq.computed, budget)
+            if new > 0:
+                tokens, budget, contexts = tokens + seq.prompt, budget - new, contexts + 1
+        lag, reserved = self.overlap and bool(inst.running), self.reserved
+        free = self.max_seqs - len(inst.running)
+        for seq in inst.waiting:  # the admissions `schedule` would make, without making them
+            full = inst.kv.blocks_for(seq.prompt + seq.output)
+            if free <= 0 or (lag and not seq.seen) or reserved + full > inst.kv.total:
+                break
+            free, reserved = free - 1, reserved + full
+            if seq.target - seq.computed == 1 and seq.generated >= 1:
+                continue  # a decode-role request holding its KV: a generation request
+            new = self._chunk(seq.target - seq.computed, budget)
+            if new <= 0:
+                break
+            tokens, budget, contexts = tokens + seq.prompt, budget - new, contexts + 1
+        if not contexts:
+            return False
+        if (self._wait_count >= self.batch_wait_timeout_iters
+                or tokens >= self.batch_wait_max_tokens_ratio * self.max_tokens):
+            self._wait_count = 0
+            return False
+        self._wait_from = inst.stats.iterations
+        self._holding = self.batch_wait_timeout_iters - self._wait_count
+        return True
 
     def _hold_contexts(self, inst) -> bool:
         """`_balance_adp_requests` for this iteration (module docstring): whether the context

@@ -1,0 +1,66 @@
+"""How InferenceX's scripts launched TensorRT-LLM for the measured rows it produced, where the
+rows do not say (`replay_rows` applies it to the rows its `benchmark_tool` gives to
+`inferencex`).
+
+Each setting is read from the script version that was current when the row was measured
+(the sample's `measured` date, or the engine version a script introduced), in
+SemiAnalysisAI/InferenceX:
+
+- Llama-3.1-70B (benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh,
+  70b_fp4_b200_trt_slurm.sh and their _docker twins, from 1b563c85 on 2025-09-18 to 9596d23d
+  on 2025-10-29, the rows' date): `trtllm-serve --max_num_tokens 16384`, and for 1k/1k
+  at TP below 8 `batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20` ("will
+  improve the performance", the script says).
+- DeepSeek-R1 FP8 on B200 from the TensorRT-LLM 1.2.0rc6 containers on
+  (benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29: perf-changelog.yaml "Add
+  delay batching ... for 1k1k high-concurrency"): `--max_num_tokens` = (C + ISL + 64)
+  rounded up to 64, at least 8192, and for 1k/1k at 64 clients or more
+  `batch_wait_timeout_iters: 40, batch_wait_max_tokens_ratio: 0.8` (the engine skips it
+  under attention DP).
+- Every DeepSeek-R1 script with attention DP (dsr1_fp8_h200_trt.sh since c93f6ac8, 2025-09-17,
+  and the B200 fp8/fp4 ones): `attention_dp_config: {enable_balance: true,
+  batching_wait_iters: 0, timeout_iters: 60}`.
+
+The settings are the TensorRT-LLM policy's attributes (solver/replay/schedulers/trtllm.py
+documents what each does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ADP_BALANCE = {"adp_balance": True, "adp_batching_wait_iters": 0, "adp_timeout_iters": 60}
+LLAMA_70B_TOKENS = 16384
+LLAMA_70B_WAIT = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
+DSR1_B200_FP8_WAIT = {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}
+DSR1_B200_FP8_VERSION = "1.2.0rc6"  # the container PR 594 moved dsr1_fp8_b200_trt.sh to
+
+
+@dataclass(frozen=True)
+class TrtllmLaunch:
+    """A row's TensorRT-LLM launch: the token budget (None: the replay's default) and the
+    policy attributes the script set."""
+
+    max_num_tokens: int | None = None
+    policy: dict[str, object] = field(default_factory=dict)
+
+
+def _round_up(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str, isl: int, osl: int,
+                  concurrency: int, tp: int, dp: int) -> TrtllmLaunch:
+    """The launch of one InferenceX TensorRT-LLM row (module docstring)."""
+    policy: dict[str, object] = {**ADP_BALANCE, "adp_ranks": dp} if dp > 1 else {}
+    one_k = isl == 1024 and osl == 1024
+    if model == "llama-3.1-70b":
+        if one_k and tp < 8:
+            policy.update(LLAMA_70B_WAIT)
+        return TrtllmLaunch(LLAMA_70B_TOKENS, policy)
+    if (model, hardware, precision) == ("deepseek-v3", "b200", "fp8") and engine_version.startswith(
+            DSR1_B200_FP8_VERSION):
+        if one_k and concurrency >= 64 and dp == 1:
+            policy.update(DSR1_B200_FP8_WAIT)
+        return TrtllmLaunch(max(8192, _round_up(concurrency + isl + 64, 64)), policy)
+    return TrtllmLaunch(None, policy)

@@ -1,0 +1,63 @@
+"""InferenceX's TensorRT-LLM launches, as its scripts set them for the rows they measured."""
+
+from __future__ import annotations
+
+import pytest
+
+from solver.accuracy.inferencex import ADP_BALANCE, TrtllmLaunch, trtllm_launch
+from solver.accuracy.replay_rows import replay_row, row_launch
+from solver.accuracy.validate import parse_measured
+from solver.replay.instance import InstancePlan
+from tests.accuracy.test_replay_rows import fixed_steps
+
+WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
+
+
+@pytest.mark.parametrize("args, tokens, policy", [
+    # Llama-3.1-70B: 16384 tokens; batch waiting at 1k/1k below TP 8 only
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 1024, 4, 1, 1), 16384, WAIT_70B),
+    (("llama-3.1-70b", "b200", "fp4", "", 1024, 1024, 64, 4, 1), 16384, WAIT_70B),
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 1024, 4, 8, 1), 16384, {}),
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 8192, 4, 1, 1), 16384, {}),
+    # DeepSeek-R1 fp8 on B200 from 1.2.0rc6: (C + ISL + 64) up to a multiple of 64, >= 8192
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post3", 1024, 1024, 64, 8, 1), 8192,
+     {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 1024, 1024, 32, 8, 1), 8192, {}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 8192, 1024, 256, 8, 1), 8512, {}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 1024, 1024, 256, 1, 8), 8192,
+     {**ADP_BALANCE, "adp_ranks": 8}),  # attention DP: balancing, never batch waiting
+    # older containers and other models: only attention-DP balancing
+    (("deepseek-v3", "b200", "fp8", "1.1.0rc2.post2", 1024, 1024, 64, 8, 1), None, {}),
+    (("deepseek-v3", "h200-sxm", "fp8", "", 1024, 1024, 64, 1, 8), None, {**ADP_BALANCE, "adp_ranks": 8}),
+])
+def test_launch_per_script(args, tokens, policy):
+    assert trtllm_launch(*args) == TrtllmLaunch(tokens, policy)
+
+
+def test_rows_take_their_launch_only_from_inferencex_trtllm():
+    head = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,source_id\n"
+    text = head + (
+        "llama-3.1-70b,h200-sxm,fp8,colocated,1024,1024,4,2,1,1,1,340,12,trtllm,2026_04_06_llama_3_1_70b_c4\n"
+        "llama-3.1-70b,h200-sxm,fp8,colocated,1024,1024,4,2,1,1,1,340,12,vllm,2026_04_06_llama_3_1_70b_c4\n"
+        "llama-3.1-70b,h200-sxm,fp8,colocated,1024,1024,4,2,1,1,1,340,12,trtllm,meta_llama_gap_c4\n")
+    _, rows = parse_measured("<rows>", text)
+    launches = [row_launch(r, tool, r.engine) for r, tool in zip(rows, ("inferencex", "inferencex", "aiconfigurator"))]
+    assert launches == [TrtllmLaunch(16384, WAIT_70B), TrtllmLaunch(), TrtllmLaunch()]
+
+
+def test_batch_waiting_delays_first_tokens_only_beside_running_decodes():
+    # 10 ms per iteration, no overlap. Fixed lengths (vllm bench serve): the two clients stay
+    # in lockstep, every prompt arrives when nothing decodes, so nothing waits. InferenceX's
+    # spread lengths stagger them: a prompt that arrives while the other client decodes waits
+    # up to the timeout, 20 iterations (200 ms); the TPOT stays one iteration
+    ip = InstancePlan(fixed_steps(0.010), kv_blocks=100_000, engine="trtllm", batch=2, chunk=16384)
+    plain = {"overlap": False, "late_first_token": False}
+    waits = {**plain, **WAIT_70B}
+    for tool in ("vllm", "inferencex"):
+        base = replay_row(ip, tool, 2, 1000, 40, launch=TrtllmLaunch(16384, plain))
+        held = replay_row(ip, tool, 2, 1000, 40, launch=TrtllmLaunch(16384, waits))
+        assert base[1] == pytest.approx(10.0, abs=1e-6) and held[1] == pytest.approx(10.0, abs=1e-6)
+        if tool == "vllm":
+            assert held[0] == pytest.approx(base[0], abs=1e-9) == pytest.approx(10.0, abs=1e-6)
+        else:
+            assert 100.0 <= held[0] - base[0] <= 200.0
