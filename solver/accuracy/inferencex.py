@@ -11,15 +11,24 @@ SemiAnalysisAI/InferenceX:
   on 2025-10-29, the rows' date): `trtllm-serve --max_num_tokens 16384`, and for 1k/1k
   at TP below 8 `batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20` ("will
   improve the performance", the script says).
+- DeepSeek-R1 (every TensorRT-LLM script, h200 fp8 and b200 fp8/fp4, from ec90f3fe on
+  2025-09-18; the rows are from 2025-11-02 on): `--max_num_tokens` = (C + ISL + 64) rounded
+  up to a multiple of 64 (C the benchmark's concurrency), at least 8192 from 64af5a77 on
+  2026-01-21 (the rows measured since). Under attention DP each rank schedules against it,
+  so the replay's instance, which holds every rank, gets dp times that.
 - DeepSeek-R1 FP8 on B200 from the TensorRT-LLM 1.2.0rc6 containers on
   (benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29: perf-changelog.yaml "Add
-  delay batching ... for 1k1k high-concurrency"): `--max_num_tokens` = (C + ISL + 64)
-  rounded up to 64, at least 8192, and for 1k/1k at 64 clients or more
+  delay batching ... for 1k1k high-concurrency"): for 1k/1k at 64 clients or more
   `batch_wait_timeout_iters: 40, batch_wait_max_tokens_ratio: 0.8` (the engine skips it
   under attention DP).
 - Every DeepSeek-R1 script with attention DP (dsr1_fp8_h200_trt.sh since c93f6ac8, 2025-09-17,
   and the B200 fp8/fp4 ones): `attention_dp_config: {enable_balance: true,
   batching_wait_iters: 0, timeout_iters: 60}`.
+
+- None of them sets `enable_chunked_prefill` (in the extra options or on the command line), so
+  every row ran without context chunking (TensorRT-LLM's default, `enable_chunked_prefill:
+  bool = False` in tensorrt_llm/llmapi/llm_args.py): a context waits until it fits whole (the
+  DeepSeek budget above always leaves room for one whole prompt beside every generation).
 
 The settings are the TensorRT-LLM policy's attributes (solver/replay/schedulers/trtllm.py
 documents what each does).
@@ -34,6 +43,8 @@ LLAMA_70B_TOKENS = 16384
 LLAMA_70B_WAIT = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
 DSR1_B200_FP8_WAIT = {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}
 DSR1_B200_FP8_VERSION = "1.2.0rc6"  # the container PR 594 moved dsr1_fp8_b200_trt.sh to
+DSR1_FLOOR_FROM = "2026-01-21"  # 64af5a77: max_num_tokens at least DSR1_FLOOR_TOKENS
+DSR1_FLOOR_TOKENS = 8192
 
 
 @dataclass(frozen=True)
@@ -49,18 +60,24 @@ def _round_up(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
-def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str, isl: int, osl: int,
-                  concurrency: int, tp: int, dp: int) -> TrtllmLaunch:
-    """The launch of one InferenceX TensorRT-LLM row (module docstring)."""
-    policy: dict[str, object] = {**ADP_BALANCE, "adp_ranks": dp} if dp > 1 else {}
+def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str, measured: str, isl: int,
+                  osl: int, concurrency: int, tp: int, dp: int) -> TrtllmLaunch:
+    """The launch of one InferenceX TensorRT-LLM row (module docstring); `measured` the row's
+    ISO date."""
+    policy: dict[str, object] = {"chunked": False}
+    if dp > 1:
+        policy.update(ADP_BALANCE, adp_ranks=dp)
     one_k = isl == 1024 and osl == 1024
     if model == "llama-3.1-70b":
         if one_k and tp < 8:
             policy.update(LLAMA_70B_WAIT)
         return TrtllmLaunch(LLAMA_70B_TOKENS, policy)
-    if (model, hardware, precision) == ("deepseek-v3", "b200", "fp8") and engine_version.startswith(
-            DSR1_B200_FP8_VERSION):
+    if model != "deepseek-v3":
+        return TrtllmLaunch(None, policy)
+    tokens = _round_up(concurrency + isl + 64, 64)
+    if measured >= DSR1_FLOOR_FROM:
+        tokens = max(tokens, DSR1_FLOOR_TOKENS)
+    if (hardware, precision) == ("b200", "fp8") and engine_version.startswith(DSR1_B200_FP8_VERSION):
         if one_k and concurrency >= 64 and dp == 1:
             policy.update(DSR1_B200_FP8_WAIT)
-        return TrtllmLaunch(max(8192, _round_up(concurrency + isl + 64, 64)), policy)
-    return TrtllmLaunch(None, policy)
+    return TrtllmLaunch(tokens * dp, policy)

@@ -130,7 +130,7 @@ def row_launch(r, tool: str, engine: str) -> TrtllmLaunch:
         return TrtllmLaunch()
     i = r.ints
     return trtllm_launch(r.model, r.hardware, r.precision, (r.raw.get("engine_version") or "").strip(),
-                         i["input_tokens"], i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
+                         (r.raw.get("measured") or "").strip(), i["input_tokens"], i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
 
 
 def _budget(r, engine: str) -> int:

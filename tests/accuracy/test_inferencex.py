@@ -15,23 +15,30 @@ WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
 
 @pytest.mark.parametrize("args, tokens, policy", [
     # Llama-3.1-70B: 16384 tokens; batch waiting at 1k/1k below TP 8 only
-    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 1024, 4, 1, 1), 16384, WAIT_70B),
-    (("llama-3.1-70b", "b200", "fp4", "", 1024, 1024, 64, 4, 1), 16384, WAIT_70B),
-    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 1024, 4, 8, 1), 16384, {}),
-    (("llama-3.1-70b", "h200-sxm", "fp8", "", 1024, 8192, 4, 1, 1), 16384, {}),
-    # DeepSeek-R1 fp8 on B200 from 1.2.0rc6: (C + ISL + 64) up to a multiple of 64, >= 8192
-    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post3", 1024, 1024, 64, 8, 1), 8192,
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", "2025-10-29", 1024, 1024, 4, 1, 1), 16384, WAIT_70B),
+    (("llama-3.1-70b", "b200", "fp4", "", "2025-10-29", 1024, 1024, 64, 4, 1), 16384, WAIT_70B),
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", "2025-10-29", 1024, 1024, 4, 8, 1), 16384, {}),
+    (("llama-3.1-70b", "h200-sxm", "fp8", "", "2025-10-29", 1024, 8192, 4, 1, 1), 16384, {}),
+    # DeepSeek-R1: (C + ISL + 64) up to a multiple of 64; at least 8192 from 2026-01-21
+    (("deepseek-v3", "h200-sxm", "fp8", "", "2025-11-02", 1024, 1024, 4, 8, 1), 1152, {}),
+    (("deepseek-v3", "h200-sxm", "fp8", "", "2026-01-28", 1024, 1024, 4, 8, 1), 8192, {}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 8192, 1024, 256, 8, 1), 8512, {}),
+    # ... per attention-DP rank: the instance gets dp times that, and balancing
+    (("deepseek-v3", "h200-sxm", "fp8", "", "2025-12-15", 1024, 1024, 64, 1, 8), 8 * 1152,
+     {**ADP_BALANCE, "adp_ranks": 8}),
+    # B200 fp8 from 1.2.0rc6: batch waiting at 1k/1k from 64 clients, never under attention DP
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post3", "2026-02-05", 1024, 1024, 64, 8, 1), 8192,
      {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}),
-    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 1024, 1024, 32, 8, 1), 8192, {}),
-    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 8192, 1024, 256, 8, 1), 8512, {}),
-    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", 1024, 1024, 256, 1, 8), 8192,
-     {**ADP_BALANCE, "adp_ranks": 8}),  # attention DP: balancing, never batch waiting
-    # older containers and other models: only attention-DP balancing
-    (("deepseek-v3", "b200", "fp8", "1.1.0rc2.post2", 1024, 1024, 64, 8, 1), None, {}),
-    (("deepseek-v3", "h200-sxm", "fp8", "", 1024, 1024, 64, 1, 8), None, {**ADP_BALANCE, "adp_ranks": 8}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 32, 8, 1), 8192, {}),
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 256, 1, 8), 8 * 8192,
+     {**ADP_BALANCE, "adp_ranks": 8}),
+    (("deepseek-v3", "b200", "fp8", "1.1.0rc2.post2", "2026-01-14", 1024, 1024, 64, 8, 1), 1152, {}),
+    # another model: nothing known but the engine's defaults
+    (("qwen3-32b", "h200-sxm", "fp8", "", "2026-01-14", 1024, 1024, 64, 1, 1), None, {}),
 ])
 def test_launch_per_script(args, tokens, policy):
-    assert trtllm_launch(*args) == TrtllmLaunch(tokens, policy)
+    # no script enables context chunking: TensorRT-LLM's default, off
+    assert trtllm_launch(*args) == TrtllmLaunch(tokens, {"chunked": False, **policy})
 
 
 def test_rows_take_their_launch_only_from_inferencex_trtllm():
@@ -42,7 +49,7 @@ def test_rows_take_their_launch_only_from_inferencex_trtllm():
         "llama-3.1-70b,h200-sxm,fp8,colocated,1024,1024,4,2,1,1,1,340,12,trtllm,meta_llama_gap_c4\n")
     _, rows = parse_measured("<rows>", text)
     launches = [row_launch(r, tool, r.engine) for r, tool in zip(rows, ("inferencex", "inferencex", "aiconfigurator"))]
-    assert launches == [TrtllmLaunch(16384, WAIT_70B), TrtllmLaunch(), TrtllmLaunch()]
+    assert launches == [TrtllmLaunch(16384, {"chunked": False, **WAIT_70B}), TrtllmLaunch(), TrtllmLaunch()]
 
 
 def test_batch_waiting_delays_first_tokens_only_beside_running_decodes():
