@@ -6,7 +6,7 @@ Each setting is read from the script version that was current when the row was m
 (the sample's `measured` date, or the engine version a script introduced), in
 SemiAnalysisAI/InferenceX:
 
-- Llama-3.1-70B (benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh,
+- Llama-3.1-70B (SemiAnalysisAI/InferenceX/benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh,
   70b_fp4_b200_trt_slurm.sh and their _docker twins, from 1b563c85 on 2025-09-18 to 9596d23d
   on 2025-10-29, the rows' date): `trtllm-serve --max_num_tokens 16384`, and for 1k/1k
   at TP below 8 `batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20` ("will
@@ -17,7 +17,7 @@ SemiAnalysisAI/InferenceX:
   2026-01-21 (the rows measured since). Under attention DP each rank schedules against it,
   so the replay's instance, which holds every rank, gets dp times that.
 - DeepSeek-R1 FP8 on B200 from the TensorRT-LLM 1.2.0rc6 containers on
-  (benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29: perf-changelog.yaml "Add
+  (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29: perf-changelog.yaml "Add
   delay batching ... for 1k1k high-concurrency"): for 1k/1k at 64 clients or more
   `batch_wait_timeout_iters: 40, batch_wait_max_tokens_ratio: 0.8` (the engine skips it
   under attention DP).
