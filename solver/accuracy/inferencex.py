@@ -1,5 +1,5 @@
-"""How InferenceX's scripts launched TensorRT-LLM for the measured rows it produced, where the
-rows do not say (`replay_rows` applies it to the rows its `benchmark_tool` gives to
+"""How InferenceX's scripts launched TensorRT-LLM and SGLang for the measured rows it produced,
+where the rows do not say (`replay_rows` applies it to the rows its `benchmark_tool` gives to
 `inferencex`).
 
 Each setting is read from the script version that was current when the row was measured
@@ -30,7 +30,19 @@ SemiAnalysisAI/InferenceX:
   bool = False` in tensorrt_llm/llmapi/llm_args.py): a context waits until it fits whole (the
   DeepSeek budget above always leaves room for one whole prompt beside every generation).
 
-The settings are the TensorRT-LLM policy's attributes (solver/replay/schedulers/trtllm.py
+SGLang, DeepSeek-R1 (`python3 -m sglang.launch_server` in the same repository; every version
+from 2025-09-28 to the rows' last date, 2026-03-25, alike):
+
+- B200 fp4 (benchmarks/dsr1_fp4_b200_docker.sh, later single_node/dsr1_fp4_b200.sh):
+  `--scheduler-recv-interval` 30 from 16 clients (10 below), `--max-running-requests 256`,
+  `--chunked-prefill-size 16384`;
+- B200 fp8 (dsr1_fp8_b200_docker.sh, later single_node/dsr1_fp8_b200.sh): at TP 8 the same
+  receive interval, `--max-running-requests 128`, `--chunked-prefill-size 32768`; at TP 4
+  (from 1d29967c, 2026-01-13) interval 10, 32 running, chunks of 8192;
+- H200 fp8 (dsr1_fp8_h200_slurm.sh, later single_node/dsr1_fp8_h200.sh): no receive interval,
+  `--max-running-requests` 512 at 1k/1k (256 otherwise), `--chunked-prefill-size 32768`.
+
+The settings are the engine policies' attributes (solver/replay/schedulers/trtllm.py
 documents what each does).
 """
 
@@ -48,12 +60,13 @@ DSR1_FLOOR_TOKENS = 8192
 
 
 @dataclass(frozen=True)
-class TrtllmLaunch:
-    """A row's TensorRT-LLM launch: the token budget (None: the replay's default) and the
-    policy attributes the script set."""
+class Launch:
+    """A row's engine launch: the token budget per iteration and the running-request limit
+    (None: the replay's defaults) and the policy attributes the script set."""
 
     max_num_tokens: int | None = None
     policy: dict[str, object] = field(default_factory=dict)
+    max_seqs: int | None = None
 
 
 def _round_up(n: int, to: int) -> int:
@@ -61,7 +74,7 @@ def _round_up(n: int, to: int) -> int:
 
 
 def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str, measured: str, isl: int,
-                  osl: int, concurrency: int, tp: int, dp: int) -> TrtllmLaunch:
+                  osl: int, concurrency: int, tp: int, dp: int) -> Launch:
     """The launch of one InferenceX TensorRT-LLM row (module docstring); `measured` the row's
     ISO date."""
     policy: dict[str, object] = {"chunked": False}
@@ -71,13 +84,30 @@ def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str
     if model == "llama-3.1-70b":
         if one_k and tp < 8:
             policy.update(LLAMA_70B_WAIT)
-        return TrtllmLaunch(LLAMA_70B_TOKENS, policy)
+        return Launch(LLAMA_70B_TOKENS, policy)
     if model != "deepseek-v3":
-        return TrtllmLaunch(None, policy)
+        return Launch(None, policy)
     tokens = _round_up(concurrency + isl + 64, 64)
     if measured >= DSR1_FLOOR_FROM:
         tokens = max(tokens, DSR1_FLOOR_TOKENS)
     if (hardware, precision) == ("b200", "fp8") and engine_version.startswith(DSR1_B200_FP8_VERSION):
         if one_k and concurrency >= 64 and dp == 1:
             policy.update(DSR1_B200_FP8_WAIT)
-    return TrtllmLaunch(tokens * dp, policy)
+    return Launch(tokens * dp, policy)
+
+
+def sglang_launch(model: str, hardware: str, precision: str, measured: str, isl: int, osl: int,
+                  concurrency: int, tp: int) -> Launch:
+    """The launch of one InferenceX SGLang row (module docstring)."""
+    if model != "deepseek-v3":
+        return Launch()
+    recv = {"recv_interval": 30 if concurrency >= 16 else 10}
+    if (hardware, precision) == ("b200", "fp4"):
+        return Launch(16384, recv, 256)
+    if (hardware, precision) == ("b200", "fp8"):
+        if tp == 4:
+            return Launch(8192, {"recv_interval": 10}, 32)
+        return Launch(32768, recv, 128)
+    if (hardware, precision) == ("h200-sxm", "fp8"):
+        return Launch(32768, {}, 512 if isl == 1024 and osl == 1024 else 256)
+    return Launch()

@@ -50,7 +50,7 @@ from typing import Callable, Literal
 
 import numpy as np
 
-from solver.accuracy.inferencex import TrtllmLaunch, trtllm_launch
+from solver.accuracy.inferencex import Launch, sglang_launch, trtllm_launch
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
@@ -123,14 +123,17 @@ def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int
     return seqs + int(input_tokens) + GEN_VLLM_EXTRA
 
 
-def row_launch(r, tool: str, engine: str) -> TrtllmLaunch:
+def row_launch(r, tool: str, engine: str) -> Launch:
     """How the row's engine was launched where the sample does not say: InferenceX's
-    TensorRT-LLM scripts (solver/accuracy/inferencex.py); nothing known otherwise."""
-    if tool != "inferencex" or engine != "trtllm":
-        return TrtllmLaunch()
-    i = r.ints
-    return trtllm_launch(r.model, r.hardware, r.precision, (r.raw.get("engine_version") or "").strip(),
-                         (r.raw.get("measured") or "").strip(), i["input_tokens"], i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
+    TensorRT-LLM and SGLang scripts (solver/accuracy/inferencex.py); nothing known otherwise."""
+    if tool != "inferencex" or engine not in ("trtllm", "sglang"):
+        return Launch()
+    i, version, measured = r.ints, (r.raw.get("engine_version") or "").strip(), (r.raw.get("measured") or "").strip()
+    if engine == "sglang":
+        return sglang_launch(r.model, r.hardware, r.precision, measured, i["input_tokens"], i["output_tokens"],
+                             i["concurrency"], i["tp"])
+    return trtllm_launch(r.model, r.hardware, r.precision, version, measured, i["input_tokens"],
+                         i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
 
 
 def _budget(r, engine: str) -> int:
@@ -181,14 +184,14 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
 
 def replay_row(ip: InstancePlan, tool: str, concurrency: int, input_tokens: int, output_tokens: int,
                request_overhead_ms: float = 0.0, statistic: Statistic = "mean",
-               seed: int = 0, launch: TrtllmLaunch | None = None) -> tuple[float, float]:
+               seed: int = 0, launch: Launch | None = None) -> tuple[float, float]:
     """(TTFT ms, TPOT ms) of one benchmark point replayed on one instance of `ip`, with the
-    token budget of the engine the tool's rows ran (`launch`'s, else `generator_limits`) and
-    the launch's policy settings."""
-    launch = launch or TrtllmLaunch()
+    token budget of the engine the tool's rows ran (`launch`'s, else `generator_limits`), the
+    launch's running-request limit (else the concurrency) and its policy settings."""
+    launch = launch or Launch()
     src = benchmark_source(tool, concurrency, input_tokens, output_tokens, seed=seed)
     chunk = launch.max_num_tokens or generator_limits(tool, ip.engine, concurrency, input_tokens)
-    inst = replace(ip, batch=int(concurrency), chunk=chunk).instance(src.table)
+    inst = replace(ip, batch=launch.max_seqs or int(concurrency), chunk=chunk).instance(src.table)
     if tool == "aiconfigurator" and ip.engine == "trtllm":
         inst.policy.chunked = TRTLLM_CHUNKED
     for name, value in launch.policy.items():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from solver.accuracy.inferencex import ADP_BALANCE, TrtllmLaunch, trtllm_launch
+from solver.accuracy.inferencex import ADP_BALANCE, Launch, sglang_launch, trtllm_launch
 from solver.accuracy.replay_rows import replay_row, row_launch
 from solver.accuracy.validate import parse_measured
 from solver.replay.instance import InstancePlan
@@ -38,7 +38,23 @@ WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
 ])
 def test_launch_per_script(args, tokens, policy):
     # no script enables context chunking: TensorRT-LLM's default, off
-    assert trtllm_launch(*args) == TrtllmLaunch(tokens, {"chunked": False, **policy})
+    assert trtllm_launch(*args) == Launch(tokens, {"chunked": False, **policy})
+
+
+@pytest.mark.parametrize("args, launch", [
+    # B200 fp4: receive every 30 decode iterations from 16 clients (10 below), 256 running
+    (("deepseek-v3", "b200", "fp4", "2026-03-25", 1024, 1024, 16, 8), Launch(16384, {"recv_interval": 30}, 256)),
+    (("deepseek-v3", "b200", "fp4", "2025-11-10", 8192, 1024, 8, 4), Launch(16384, {"recv_interval": 10}, 256)),
+    # B200 fp8: 128 running at TP 8, 32 at TP 4 (interval 10 there)
+    (("deepseek-v3", "b200", "fp8", "2026-03-25", 1024, 1024, 512, 8), Launch(32768, {"recv_interval": 30}, 128)),
+    (("deepseek-v3", "b200", "fp8", "2026-03-25", 8192, 1024, 32, 4), Launch(8192, {"recv_interval": 10}, 32)),
+    # H200 fp8: no receive interval; 512 running at 1k/1k, 256 otherwise
+    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 1024, 1024, 64, 8), Launch(32768, {}, 512)),
+    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 8192, 1024, 64, 8), Launch(32768, {}, 256)),
+    (("qwen3-235b-a22b", "h200-sxm", "fp8", "2026-03-25", 1024, 1024, 64, 8), Launch()),
+])
+def test_sglang_launch_per_script(args, launch):
+    assert sglang_launch(*args) == launch
 
 
 def test_rows_take_their_launch_only_from_inferencex_trtllm():
@@ -49,7 +65,7 @@ def test_rows_take_their_launch_only_from_inferencex_trtllm():
         "llama-3.1-70b,h200-sxm,fp8,colocated,1024,1024,4,2,1,1,1,340,12,trtllm,meta_llama_gap_c4\n")
     _, rows = parse_measured("<rows>", text)
     launches = [row_launch(r, tool, r.engine) for r, tool in zip(rows, ("inferencex", "inferencex", "aiconfigurator"))]
-    assert launches == [TrtllmLaunch(16384, {"chunked": False, **WAIT_70B}), TrtllmLaunch(), TrtllmLaunch()]
+    assert launches == [Launch(16384, {"chunked": False, **WAIT_70B}), Launch(), Launch()]
 
 
 def test_batch_waiting_delays_first_tokens_only_beside_running_decodes():
@@ -61,8 +77,8 @@ def test_batch_waiting_delays_first_tokens_only_beside_running_decodes():
     plain = {"overlap": False, "late_first_token": False}
     waits = {**plain, **WAIT_70B}
     for tool in ("vllm", "inferencex"):
-        base = replay_row(ip, tool, 2, 1000, 40, launch=TrtllmLaunch(16384, plain))
-        held = replay_row(ip, tool, 2, 1000, 40, launch=TrtllmLaunch(16384, waits))
+        base = replay_row(ip, tool, 2, 1000, 40, launch=Launch(16384, plain))
+        held = replay_row(ip, tool, 2, 1000, 40, launch=Launch(16384, waits))
         assert base[1] == pytest.approx(10.0, abs=1e-6) and held[1] == pytest.approx(10.0, abs=1e-6)
         if tool == "vllm":
             assert held[0] == pytest.approx(base[0], abs=1e-9) == pytest.approx(10.0, abs=1e-6)

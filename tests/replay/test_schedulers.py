@@ -101,6 +101,43 @@ def test_sglang_prefill_first():
     assert [(s.id, c) for s, c in batch.prefill] == [(2, 808)]
 
 
+def test_sglang_receive_interval_holds_arrivals_for_decode_iterations():
+    # --scheduler-recv-interval 3: the first schedule (no batch before: idle) receives; while
+    # it only decodes, a new arrival is taken after 3 decode iterations since that receive
+    policy = SglangScheduler(max_running_requests=64, chunked_prefill_size=8192)
+    policy.recv_interval = 3
+    inst = instance(policy, blocks=100_000)
+    _table(inst, 3)
+    _decoder(inst, 0, 100, 50)
+    assert policy.schedule(inst).decode  # received (nothing waits), counter 0
+    _waiting(inst, 1, 300, 8)
+    inst.stats.iterations = 1
+    batch = policy.schedule(inst)  # one decode since the receive: not yet
+    assert batch.decode and not batch.prefill and policy.stretch_limit(inst) == 2
+    inst.stats.iterations = 3  # a stretch of the two decode iterations left
+    batch = policy.schedule(inst)
+    assert [(s.id, c) for s, c in batch.prefill] == [(1, 300)]
+    done = batch.prefill[0][0]  # its prompt computed: it decodes from now on
+    done.computed, done.generated = 300, 1
+    inst.prefilling.remove(done)
+    inst.join_decoders(done)
+    # after that prefill batch (weight 1000) the next loop receives at once
+    _waiting(inst, 2, 200, 8)
+    inst.stats.iterations = 4
+    assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(2, 200)]
+
+
+def test_sglang_receive_interval_one_is_every_loop():
+    policy = SglangScheduler(max_running_requests=64, chunked_prefill_size=8192)
+    inst = instance(policy, blocks=100_000)
+    _table(inst, 2)
+    _decoder(inst, 0, 100, 50)
+    assert policy.schedule(inst).decode
+    _waiting(inst, 1, 300, 8)
+    inst.stats.iterations = 1
+    assert len(policy.schedule(inst).prefill) == 1
+
+
 def test_sglang_new_token_ratio_holds_back_admission_until_it_decays():
     # 1000 token slots; a decoder of prompt 100 (holds 101), 499 tokens still to generate;
     # a waiting prompt of 300 with 300 to generate needs 300 + 300 <= free - 499 x ratio

@@ -23,6 +23,15 @@ Followed:
   min(1, (tokens decoded + 20 x running) / (sum of max_new_tokens + 1)) (`retract_decode_steps`
   20).
 
+Receive interval (`--scheduler-recv-interval`, default 1 = every loop;
+python/sglang/srt/managers/scheduler_recv_skipper.py `SchedulerRecvSkipper`, weights from
+python/sglang/srt/environ.py): the scheduler takes new requests from the tokenizer only when a
+counter reaches the interval; each loop adds the weight of the batch it last ran (a decode 1,
+no batch 1, anything else, a prefill, 1000) and the counter restarts at 0 at each receive. So
+while the instance only decodes, a request that arrived waits until `recv_interval` decode
+iterations have passed since the last receive; after a prefill batch the next loop receives.
+An idle scheduler's loops are not timed: it receives at once.
+
 max_new_tokens is the request's output length (benchmarks send it with ignore_eos). Defaults:
 `chunked_prefill_size` 8192 on GPUs of 35-160 GB (16384 above; python/sglang/srt/server_args.py),
 `max_running_requests` 1024 here (SGLang derives it from the KV pool size); token-granular KV
@@ -50,13 +59,36 @@ class SglangScheduler(Policy):
         self.min_ratio = min(self.init_ratio * min_new_token_ratio_factor, 1.0)
         self.decay = (self.init_ratio - self.min_ratio) / decay_steps
         self.ratio = self.init_ratio
+        self.recv_interval = 1  # --scheduler-recv-interval (module docstring)
+        self._recv_count = 0  # the skipper's counter since the last receive
+        self._last: tuple[str, int] | None = None  # (kind of the batch last scheduled, iteration)
+
+    def _receive(self, inst) -> None:
+        """`SchedulerRecvSkipper.handle` at this loop: mark the waiting requests received (`seen`)
+        when the counter reaches the interval (module docstring)."""
+        if self.recv_interval <= 1 or self._last is None or self._last[0] != "decode":
+            due = True  # every loop, after a prefill (weight 1000) or from idle
+        else:  # one per decode iteration since the last schedule
+            self._recv_count += inst.stats.iterations - self._last[1]
+            due = self._recv_count >= self.recv_interval
+        if due:
+            self._recv_count = 0
+            for seq in inst.waiting:
+                seq.seen = True
 
     def _reserved_tokens(self, inst) -> float:
         return sum(min(s.output - inst.generated(s), CLIP_MAX_NEW) for s in inst.running.values()) * self.ratio
 
     def schedule(self, inst) -> Batch:
+        self._receive(inst)
+        batch = self._choose(inst)
+        kind = "prefill" if batch.prefill else "decode" if batch.decode else None
+        self._last = (kind, inst.stats.iterations) if kind else None
+        return batch
+
+    def _choose(self, inst) -> Batch:
         batch = Batch()
-        if inst.waiting or inst.prefilling:
+        if inst.prefilling or (inst.waiting and inst.waiting[0].seen):
             self._prefill(inst, batch)
             if batch.prefill or batch.decode:
                 return batch
@@ -77,7 +109,7 @@ class SglangScheduler(Policy):
                 budget -= new
         rem = kv.free * bt - self._reserved_tokens(inst)
         waiting = inst.waiting
-        while waiting and budget > 0 and len(inst.running) < self.max_seqs:
+        while waiting and budget > 0 and len(inst.running) < self.max_seqs and waiting[0].seen:
             seq = waiting[0]
             inst.lookup(seq)
             need = seq.target - seq.computed
@@ -112,6 +144,8 @@ class SglangScheduler(Policy):
         # running limit holds it back (that changes only when a request finishes)
         if not inst.waiting or len(inst.running) >= self.max_seqs:
             return 1 << 30
+        if not inst.waiting[0].seen:  # nothing received waits: a stretch up to the next receive
+            return max(self.recv_interval - self._recv_count, 1)
         return 1
 
     def decoded(self, steps: int) -> None:
