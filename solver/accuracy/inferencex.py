@@ -33,7 +33,7 @@ SemiAnalysisAI/InferenceX:
 SGLang, DeepSeek-R1 (`python3 -m sglang.launch_server` in the same repository; every version
 from 2025-09-28 to the rows' last date, 2026-03-25, alike):
 
-- B200 fp4 (benchmarks/dsr1_fp4_b200_docker.sh, later single_node/dsr1_fp4_b200.sh):
+- B200 fp4 (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp4_b200_docker.sh, later single_node/dsr1_fp4_b200.sh):
   `--scheduler-recv-interval` 30 from 16 clients (10 below), `--max-running-requests 256`,
   `--chunked-prefill-size 16384`;
 - B200 fp8 (dsr1_fp8_b200_docker.sh, later single_node/dsr1_fp8_b200.sh): at TP 8 the same
