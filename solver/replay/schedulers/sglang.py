@@ -66,15 +66,22 @@ class SglangScheduler(Policy):
     def _receive(self, inst) -> None:
         """`SchedulerRecvSkipper.handle` at this loop: mark the waiting requests received (`seen`)
         when the counter reaches the interval (module docstring)."""
-        if self.recv_interval <= 1 or self._last is None or self._last[0] != "decode":
-            due = True  # every loop, after a prefill (weight 1000) or from idle
+        if self.recv_interval <= 1:
+            return  # every loop: everything waiting is received (`_received`)
+        if self._last is None or self._last[0] != "decode":
+            due = True  # after a prefill (weight 1000) or from idle
         else:  # one per decode iteration since the last schedule
             self._recv_count += inst.stats.iterations - self._last[1]
             due = self._recv_count >= self.recv_interval
         if due:
             self._recv_count = 0
-            for seq in inst.waiting:
+            for seq in reversed(inst.waiting):  # newcomers are at the back
+                if seq.seen:
+                    break
                 seq.seen = True
+
+    def _received(self, seq: Seq) -> bool:
+        return self.recv_interval <= 1 or seq.seen
 
     def _reserved_tokens(self, inst) -> float:
         return sum(min(s.output - inst.generated(s), CLIP_MAX_NEW) for s in inst.running.values()) * self.ratio
@@ -88,7 +95,7 @@ class SglangScheduler(Policy):
 
     def _choose(self, inst) -> Batch:
         batch = Batch()
-        if inst.prefilling or (inst.waiting and inst.waiting[0].seen):
+        if inst.prefilling or (inst.waiting and self._received(inst.waiting[0])):
             self._prefill(inst, batch)
             if batch.prefill or batch.decode:
                 return batch
@@ -109,7 +116,7 @@ class SglangScheduler(Policy):
                 budget -= new
         rem = kv.free * bt - self._reserved_tokens(inst)
         waiting = inst.waiting
-        while waiting and budget > 0 and len(inst.running) < self.max_seqs and waiting[0].seen:
+        while waiting and budget > 0 and len(inst.running) < self.max_seqs and self._received(waiting[0]):
             seq = waiting[0]
             inst.lookup(seq)
             need = seq.target - seq.computed
@@ -144,7 +151,7 @@ class SglangScheduler(Policy):
         # running limit holds it back (that changes only when a request finishes)
         if not inst.waiting or len(inst.running) >= self.max_seqs:
             return 1 << 30
-        if not inst.waiting[0].seen:  # nothing received waits: a stretch up to the next receive
+        if not self._received(inst.waiting[0]):  # nothing received waits: a stretch up to the next receive
             return max(self.recv_interval - self._recv_count, 1)
         return 1
 
