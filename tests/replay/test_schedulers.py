@@ -38,6 +38,14 @@ def _table(inst, n):
     inst.table.add([0.0] * n, 1, 1)
 
 
+def _prefilled(inst, batch):
+    """The batch's one prompt computed: that request decodes from now on."""
+    (done, tokens), = batch.prefill
+    done.computed, done.generated = tokens, 1
+    inst.prefilling.remove(done)
+    inst.join_decoders(done)
+
+
 def test_vllm_running_first_then_waiting_in_the_remaining_budget():
     inst = instance(VllmScheduler(max_num_seqs=256, max_num_batched_tokens=8192), blocks=10_000)
     _table(inst, 5)
@@ -117,10 +125,7 @@ def test_sglang_receive_interval_holds_arrivals_for_decode_iterations():
     inst.stats.iterations = 3  # a stretch of the two decode iterations left
     batch = policy.schedule(inst)
     assert [(s.id, c) for s, c in batch.prefill] == [(1, 300)]
-    done = batch.prefill[0][0]  # its prompt computed: it decodes from now on
-    done.computed, done.generated = 300, 1
-    inst.prefilling.remove(done)
-    inst.join_decoders(done)
+    _prefilled(inst, batch)
     # after that prefill batch (weight 1000) the next loop receives at once
     _waiting(inst, 2, 200, 8)
     inst.stats.iterations = 4
@@ -202,16 +207,23 @@ def test_trtllm_chunks_in_block_multiples_and_waits_unchunked():
     assert unchunked._chunk(1500, 1000) == 992  # longer than the budget: chunked anyway
 
 
-def _balanced(ranks=2, timeout=3, batching=0, requests=4):
-    """A balancing TensorRT-LLM policy and an instance whose two ranks each decode one request."""
-    policy = TrtllmScheduler(64, 8192, overlap=False)
-    policy.adp_balance, policy.adp_ranks = True, ranks
-    policy.adp_timeout_iters, policy.adp_batching_wait_iters = timeout, batching
+def _trtllm(decoders, requests, max_tokens=8192, **settings):
+    """A TensorRT-LLM policy (no overlap) with `settings` and an instance with `decoders`
+    requests decoding."""
+    policy = TrtllmScheduler(64, max_tokens, overlap=False)
+    for name, value in settings.items():
+        setattr(policy, name, value)
     inst = instance(policy)
     _table(inst, requests)
-    _decoder(inst, 0, 16, 100)
-    _decoder(inst, 1, 16, 100)
+    for rid in range(decoders):
+        _decoder(inst, rid, 16, 100)
     return policy, inst
+
+
+def _balanced(ranks=2, timeout=3, batching=0, requests=4):
+    """A balancing TensorRT-LLM policy and an instance whose two ranks each decode one request."""
+    return _trtllm(2, requests, adp_balance=True, adp_ranks=ranks, adp_timeout_iters=timeout,
+                   adp_batching_wait_iters=batching)
 
 
 def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
@@ -240,10 +252,7 @@ def test_trtllm_attention_dp_balance_counts_iterations_without_contexts_too():
     inst.stats.iterations = 2
     batch = policy.schedule(inst)
     assert [(s.id, c) for s, c in batch.prefill] == [(2, 64)]
-    done = batch.prefill[0][0]  # its prompt computed: it decodes from now on
-    done.computed, done.generated = 64, 1
-    inst.prefilling.remove(done)
-    inst.join_decoders(done)
+    _prefilled(inst, batch)
     # the count restarted at the release: the next lone context waits a whole cycle again
     _waiting(inst, 3, 32, 8)
     inst.stats.iterations = 3
@@ -287,12 +296,7 @@ def test_trtllm_attention_dp_balance_is_off_by_default():
 
 def _waits(timeout=3, ratio=0.5, max_tokens=1000, requests=4):
     """A batch-waiting TensorRT-LLM policy and an instance with one request decoding."""
-    policy = TrtllmScheduler(64, max_tokens, overlap=False)
-    policy.batch_wait_timeout_iters, policy.batch_wait_max_tokens_ratio = timeout, ratio
-    inst = instance(policy)
-    _table(inst, requests)
-    _decoder(inst, 0, 16, 100)
-    return policy, inst
+    return _trtllm(1, requests, max_tokens, batch_wait_timeout_iters=timeout, batch_wait_max_tokens_ratio=ratio)
 
 
 def test_trtllm_batch_waiting_holds_contexts_until_the_timeout():
