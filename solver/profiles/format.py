@@ -125,8 +125,9 @@ FAMILIES: dict[str, FamilySpec] = {
         "all-gather); the device holds num_experts / moe_ep experts (EP rank 0) of "
         "inter_size / moe_tp columns each and computes the token-expert pairs routed to them. "
         "distribution: the synthetic routing the kernel was timed under (balanced: round-robin "
-        "top-k, every device the same share). dtype: bf16, or fp8_block (128x128 "
-        "block-scaled FP8 weights, per-token-group FP8 activations).",
+        "top-k, every device the same share). dtype: bf16, fp8_block (128x128 "
+        "block-scaled FP8 weights, per-token-group FP8 activations), or fp4 (NVFP4 weights "
+        "and activations, Blackwell).",
     ),
 }
 

@@ -1,5 +1,5 @@
 """MoE experts: moe/<fw>/<v'>/moe_perf.parquet (vLLM, TensorRT-LLM, SGLang) -> the `moe_experts` table
-(balanced routing; bf16 and fp8_block; gated (SwiGLU) kernels; the (hidden, expert width, top-k,
+(balanced routing; bf16, fp8_block and nvfp4 (as fp4); gated (SwiGLU) kernels; the (hidden, expert width, top-k,
 experts) of the MoE model cards; every measured token count, moe_tp and moe_ep)."""
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ from solver.profiles.sources.shapes import moe_shapes
 # (DeepSeek-V3/R1, Qwen3-235B-A22B-FP8) are 128x128 block-scaled, DeepSeek-V3's shape is
 # measured only as fp8_block, and vLLM's per-tensor rows time ModelOpt's FlashInfer-CUTLASS
 # path (slower than bf16 at decode on Hopper), not what a block-FP8 checkpoint runs.
-_MOE_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8_block"}
+# NVFP4 (Blackwell's block-scaled FP4, what the FP4 checkpoints of the MoE cards run: NVIDIA's
+# DeepSeek-R1-FP4 experts) is kept under fleetplan's fp4 label; before, fp4 MoE layers had no
+# measured row and fell to the roofline, several times too fast at small batches, where the
+# measured kernels cost about what the fp8_block ones do.
+_MOE_DTYPES = {"bfloat16": "bf16", "fp8_block": "fp8_block", "nvfp4": "fp4"}
 _MOE_DISTRIBUTIONS = ("balanced",)
 
 # TensorRT-LLM on Blackwell runs block-FP8 experts split over tensor ranks (moe_tp > 1) on its
@@ -33,10 +37,18 @@ _MOE_DISTRIBUTIONS = ("balanced",)
 # kernels are within ~1.5x there: DeepSeek-V3 at moe_ep 8, 46 against 69 us at one token, 267
 # against 270 us at 32). solver/deploy/engines.py launches those pools with that backend.
 TRTLLM_GEN_SYSTEMS = frozenset({"b200_sxm", "b300_sxm", "gb200", "gb300"})
+# TensorRT-LLM's NVFP4 experts: its TRTLLM MoE backend (the trtllm-gen kernels; collector label
+# moe_torch_flow_min_latency, within a few percent of the SGLang collection's
+# sglang_flashinfer_trtllm_moe NVFP4 rows at every DeepSeek-V3 layout up to 1024 tokens), not the
+# more numerous CUTLASS rows (1.7-3.5x slower below 64 tokens): InferenceX's DeepSeek-R1 FP4
+# B200 script defaults to `MOE_BACKEND="TRTLLM"` (CUTLASS only under attention DP;
+# https://github.com/SemiAnalysisAI/InferenceX/blob/6eecc0e66/benchmarks/dsr1_fp4_b200_trt.sh).
+_PREFERRED_KERNEL = {("trtllm", "nvfp4"): "moe_torch_flow_min_latency"}
 _TRTLLM_GEN_KERNEL = "sglang_flashinfer_trtllm_moe"
 
 COLUMNS = {
-    "dtype": "bf16 | fp8_block (128x128 block-scaled FP8 weights, FP8 activations)",
+    "dtype": "bf16 | fp8_block (128x128 block-scaled FP8 weights, FP8 activations) | fp4 (NVFP4: "
+             "16-element block-scaled FP4 weights and activations)",
     "distribution": "synthetic routing during the timing: balanced (round-robin top-k)",
     "hidden_size": "model hidden size",
     "inter_size": "one expert's intermediate width (whole, before moe_tp splits it)",
@@ -94,9 +106,11 @@ def _keep_shapes(measured: set[tuple], cards, all_shapes: bool) -> tuple[set, st
     return keep, selection
 
 
-def _one_per_point(rows: list[dict]) -> dict[tuple, dict]:
-    """One row per point: where two kernels timed the same point, the dtype's dominant kernel."""
-    dominant_kernel = {d: dominant((r for r in rows if r["moe_dtype"] == d), "kernel_source")
+def _one_per_point(rows: list[dict], framework: str = "") -> dict[tuple, dict]:
+    """One row per point: where two kernels timed the same point, the dtype's preferred kernel
+    (`_PREFERRED_KERNEL`), else its dominant one."""
+    dominant_kernel = {d: _PREFERRED_KERNEL.get((framework, d))
+                       or dominant((r for r in rows if r["moe_dtype"] == d), "kernel_source")
                        for d in _MOE_DTYPES}
     best: dict[tuple, dict] = {}
     for r in rows:
@@ -115,7 +129,7 @@ def _kernels(best: dict[tuple, dict]) -> str:
 
 
 def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_version) -> Converted | None:
-    """The routed-expert table (balanced routing, bf16 and fp8_block, gated kernels).
+    """The routed-expert table (balanced routing, bf16, fp8_block and nvfp4, gated kernels).
 
     The collectors' timed region is described in the provenance (`_MOE_TIMED`). SGLang's rows
     (aiconfigurator-core 0.12.0 `systems/data/<system>/moe/sglang/0.5.14/moe_perf.parquet`)
@@ -136,7 +150,7 @@ def convert_moe(systems, system, framework, version, cards, all_shapes, pkg_vers
     rows = [r for r in rows if _shape(r) in keep]
     if not rows:
         return None  # no MoE model among the cards, or none of their shapes measured
-    best = _one_per_point(rows)
+    best = _one_per_point(rows, framework)
     gen = _trtllm_gen_rows(systems, system, keep) if framework == "trtllm" else None
     if gen is not None:
         best = {k: r for k, r in best.items()
