@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solver.accuracy.measured import kv_precision
 from solver.catalog import shipped
 from solver.errors import InputError
 from solver.perf import runtime as rt
@@ -124,7 +125,8 @@ def role_setup(path: str, r: DisaggRow, role: str, params: EngineParams, engine:
         raise InputError(f"{path}:{r.line}: hardware: {exc}") from None
     hw = HardwareTable.from_cards([card], engine=params, profiles=measured_tables([card], engine))
     prec = precision_code(r.raw["precision"])  # type: ignore[arg-type]
-    plan = Plans.of(hw=0, tp=g["tp"], pp=g["pp"], ep=g["ep"], dp=g["dp"], batch=batch, wprec=prec, kvprec=prec)
+    kv = precision_code(kv_precision(r.raw["precision"]))  # type: ignore[arg-type]
+    plan = Plans.of(hw=0, tp=g["tp"], pp=g["pp"], ep=g["ep"], dp=g["dp"], batch=batch, wprec=prec, kvprec=kv)
     return RoleSetup(arch, hw, plan, batch, chunk)
 
 

@@ -16,6 +16,18 @@ from solver.errors import InputError
 from solver.schema.validation import ErrorStats, GroupStats, ValidationReport, ValidationRow
 
 ENGINES = ("vllm", "sglang", "trtllm")
+# A measured row records the weights' precision only. Every FP4 run in the shipped sample keeps
+# an FP8 KV cache: InferenceX's FP4 scripts (TensorRT-LLM `kv_cache_config: {dtype: fp8}`, SGLang
+# `--kv-cache-dtype fp8_e4m3`, vLLM `kv-cache-dtype: fp8`: the DeepSeek-R1 FP4 B200 TensorRT-LLM
+# and SGLang scripts and the Llama-3.1-70B FP4 B200 vLLM one of SemiAnalysisAI/InferenceX) and
+# NVIDIA/srt-slurm's FP4 recipes (`dtype: fp8`, `kv-cache-dtype: "fp8_e4m3"`); no engine there
+# keeps an FP4 one. Other precisions keep their own.
+KV_OF_WEIGHTS = {"fp4": "fp8"}
+
+
+def kv_precision(weights: str) -> str:
+    """The KV-cache precision of a measured row whose weights are `weights` (`KV_OF_WEIGHTS`)."""
+    return KV_OF_WEIGHTS.get(weights, weights)
 
 
 Bad = Callable[[str, str], InputError]

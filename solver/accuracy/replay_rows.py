@@ -51,6 +51,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from solver.accuracy.inferencex import Launch, sglang_launch, trtllm_launch
+from solver.accuracy.measured import kv_precision
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
@@ -166,7 +167,7 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     chunk = max(_budget(rows[k], engine) for k in idx)
     i = first.ints
     plan = Plans.of(hw=0, tp=i["tp"], pp=i["pp"], ep=i["ep"], dp=i["dp"], batch=conc,
-                    wprec=precision_code(first.precision), kvprec=precision_code(first.precision))  # type: ignore[arg-type]
+                    wprec=precision_code(first.precision), kvprec=precision_code(kv_precision(first.precision)))  # type: ignore[arg-type]
     # as solver/replay/instance.py `instance_plan`, with the mixed-batch slowdown settable
     steps = StepTimes.build(arch, hw, plan, params, Limits(conc, max(chunk, CHUNK_TOKENS), _context_limit(ctx)),
                             slowdown)

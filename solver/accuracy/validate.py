@@ -34,7 +34,7 @@ from solver.schema.engine import EngineParams
 from solver.schema.userfile import MAX_DATA_BYTES, read_user_text
 from solver.schema.validation import ValidationReport, ValidationRow
 
-from .measured import ENGINES, build_report, csv_records, milliseconds, whole_numbers
+from .measured import ENGINES, build_report, csv_records, kv_precision, milliseconds, whole_numbers
 
 REQUIRED = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
             "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms"]
@@ -129,7 +129,7 @@ def predict_rows(
         col = lambda c: np.array([r.ints[c] for r in sel])  # noqa: E731
         plans = Plans.of(hw=0, tp=col("tp"), pp=col("pp"), ep=col("ep"), dp=col("dp"),
                          batch=col("concurrency"), wprec=precision_code(prec),  # type: ignore[arg-type]
-                         kvprec=precision_code(prec))  # type: ignore[arg-type]
+                         kvprec=precision_code(kv_precision(prec)))  # type: ignore[arg-type]
         _check_group(path, arch, plans, sel, model)
         wl = rt.Workload(col("input_tokens").astype(float), col("output_tokens").astype(float))  # type: ignore[arg-type]
         cl = loop.closed_loop(arch, hw, plans, wl, col("concurrency"), params)
