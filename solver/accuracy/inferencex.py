@@ -6,10 +6,10 @@ Each setting is read from the script version that was current when the row was m
 (the sample's `measured` date, or the engine version a script introduced), in
 SemiAnalysisAI/InferenceX:
 
-- Llama-3.1-70B (SemiAnalysisAI/InferenceX/benchmarks/70b_fp8_h200_trt_slurm.sh, 70b_fp8_b200_trt_slurm.sh,
-  70b_fp4_b200_trt_slurm.sh and their _docker twins, from 1b563c85 on 2025-09-18 to 9596d23d
-  on 2025-10-29, the rows' date): `trtllm-serve --max_num_tokens 16384`, and for 1k/1k
-  at TP below 8 `batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20` ("will
+- Llama-3.1-70B (SemiAnalysisAI/InferenceX/benchmarks/70b_fp8_h200_trt_slurm.sh,
+  70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh and their _docker twins, from
+  1b563c85 on 2025-09-18 to 9596d23d on 2025-10-29, the rows' date): `trtllm-serve
+  --max_num_tokens 16384`, and for 1k/1k at TP below 8 `batch_wait_max_tokens_ratio: 0.9, batch_wait_timeout_iters: 20` ("will
   improve the performance", the script says).
 - DeepSeek-R1 (every TensorRT-LLM script, h200 fp8 and b200 fp8/fp4, from ec90f3fe on
   2025-09-18; the rows are from 2025-11-02 on): `--max_num_tokens` = (C + ISL + 64) rounded
@@ -17,14 +17,14 @@ SemiAnalysisAI/InferenceX:
   2026-01-21 (the rows measured since). Under attention DP each rank schedules against it,
   so the replay's instance, which holds every rank, gets dp times that.
 - DeepSeek-R1 FP8 on B200 from the TensorRT-LLM 1.2.0rc6 containers on
-  (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29: perf-changelog.yaml "Add
-  delay batching ... for 1k1k high-concurrency"): for 1k/1k at 64 clients or more
+  (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp8_b200_trt.sh at ec7bafaa, PR 594, 2026-01-29:
+  perf-changelog.yaml "Add delay batching ... for 1k1k high-concurrency"): for 1k/1k at 64
+  clients or more
   `batch_wait_timeout_iters: 40, batch_wait_max_tokens_ratio: 0.8` (the engine skips it
   under attention DP).
 - Every DeepSeek-R1 script with attention DP (dsr1_fp8_h200_trt.sh since c93f6ac8, 2025-09-17,
   and the B200 fp8/fp4 ones): `attention_dp_config: {enable_balance: true,
   batching_wait_iters: 0, timeout_iters: 60}`.
-
 - None of them sets `enable_chunked_prefill` (in the extra options or on the command line), so
   every row ran without context chunking (TensorRT-LLM's default, `enable_chunked_prefill:
   bool = False` in tensorrt_llm/llmapi/llm_args.py): a context waits until it fits whole (the
@@ -33,7 +33,8 @@ SemiAnalysisAI/InferenceX:
 SGLang, DeepSeek-R1 (`python3 -m sglang.launch_server` in the same repository; every version
 from 2025-09-28 to the rows' last date, 2026-03-25, alike):
 
-- B200 fp4 (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp4_b200_docker.sh, later single_node/dsr1_fp4_b200.sh):
+- B200 fp4 (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp4_b200_docker.sh, later
+  single_node/dsr1_fp4_b200.sh):
   `--scheduler-recv-interval` 30 from 16 clients (10 below), `--max-running-requests 256`,
   `--chunked-prefill-size 16384`;
 - B200 fp8 (dsr1_fp8_b200_docker.sh, later single_node/dsr1_fp8_b200.sh): at TP 8 the same
@@ -42,8 +43,8 @@ from 2025-09-28 to the rows' last date, 2026-03-25, alike):
 - H200 fp8 (dsr1_fp8_h200_slurm.sh, later single_node/dsr1_fp8_h200.sh): no receive interval,
   `--max-running-requests` 512 at 1k/1k (256 otherwise), `--chunked-prefill-size 32768`.
 
-The settings are the engine policies' attributes (solver/replay/schedulers/trtllm.py
-documents what each does).
+The settings are the engine policies' attributes (solver/replay/schedulers/trtllm.py and
+sglang.py document what each does).
 """
 
 from __future__ import annotations
