@@ -220,6 +220,16 @@ def _trtllm(decoders, requests, max_tokens=8192, **settings):
     return policy, inst
 
 
+def _held(policy, inst, limits):
+    """Schedules at iterations 0, 1, ...: each a decode-only stable batch (the contexts held)
+    whose stretch may last `limits[it]` iterations."""
+    for it, limit in enumerate(limits):
+        inst.stats.iterations = it
+        batch = policy.schedule(inst)
+        assert batch.decode and not batch.prefill and batch.stable
+        assert policy.stretch_limit(inst) == limit
+
+
 def _balanced(ranks=2, timeout=3, batching=0, requests=4):
     """A balancing TensorRT-LLM policy and an instance whose two ranks each decode one request."""
     return _trtllm(2, requests, adp_balance=True, adp_ranks=ranks, adp_timeout_iters=timeout,
@@ -231,11 +241,7 @@ def test_trtllm_attention_dp_balance_holds_a_lone_context_until_its_timeout():
     # timeout - 1 = 2 iterations (counted by the instance's iterations), sent at the 3rd
     policy, inst = _balanced()
     _waiting(inst, 2, 64, 8)
-    for it in range(2):
-        inst.stats.iterations = it
-        batch = policy.schedule(inst)
-        assert batch.decode and not batch.prefill and batch.stable
-        assert policy.stretch_limit(inst) == 3 - (it + 1)  # a decode stretch ends at the timeout
+    _held(policy, inst, [2, 1])  # a decode stretch ends at the timeout
     inst.stats.iterations = 2
     batch = policy.schedule(inst)
     assert [(s.id, c) for s, c in batch.prefill] == [(2, 64)] and policy.stretch_limit(inst) == 1 << 30
@@ -304,11 +310,7 @@ def test_trtllm_batch_waiting_holds_contexts_until_the_timeout():
     # count (0, 1, 2) is below the timeout 3 and goes at the 4th schedule, the count restarted
     policy, inst = _waits()
     _waiting(inst, 1, 64, 8)
-    for it in range(3):
-        inst.stats.iterations = it
-        batch = policy.schedule(inst)
-        assert batch.decode and not batch.prefill and batch.stable
-        assert policy.stretch_limit(inst) == 3 - it  # a decode stretch may cover the rest of the wait
+    _held(policy, inst, [3, 2, 1])  # a decode stretch may cover the rest of the wait
     inst.stats.iterations = 3
     assert [(s.id, c) for s, c in policy.schedule(inst).prefill] == [(1, 64)]
     assert policy._wait_count == 0 and policy.stretch_limit(inst) == 1 << 30
