@@ -84,6 +84,9 @@ CASES = [
     Case(Q235, "qwen3-235b-a22b", sys_, hw, "trtllm", "fp8", "fp8_block", 8, ep=8)
     for sys_, hw in (("h100_sxm", "h100-sxm"), ("h200_sxm", "h200-sxm"))
 ]  # ep 1 (experts split 8 ways) is rejected by AIC for block-scaled fp8: 1536 / 8 is not a multiple of 128
+# AIC's gemm quant mode -> the model card's FP8 checkpoint format of the same GEMM rows
+# (solver/profiles/sources/aic/gemm.py): AIC's `fp8` is its dynamic per-tensor mode
+AIC_FP8_SCALING = {"fp8": "per_tensor_dynamic", "fp8_static": "per_tensor_static", "fp8_block": "block"}
 DECODE_BATCHES = (1, 8, 32, 128, 256, 512)
 PREFILL_BATCHES = (1, 4)
 LENGTHS = ((1024, 256), (4096, 512))  # (isl, osl)
@@ -150,7 +153,10 @@ def _fleetplan(case: Case, mode: str, batches, isl: int, osl: int) -> list[dict]
     engine = engine_params(case.backend)
     card = shipped.hardware_card(case.hardware)
     hw = HardwareTable.from_cards([card], engine=engine, profiles=measured_tables([card], case.backend))
-    arch = ModelArch.from_card(shipped.model_card(case.model))
+    mcard = shipped.model_card(case.model)
+    if case.aic_quant in AIC_FP8_SCALING:  # fleetplan's FP8 GEMM rows: the mode AIC is asked for
+        mcard = mcard.model_copy(update={"fp8_scaling": AIC_FP8_SCALING[case.aic_quant]})
+    arch = ModelArch.from_card(mcard)
     b = np.asarray(batches, dtype=float)
     plans = Plans.of(hw=0, tp=case.tp, pp=1, ep=case.ep, dp=case.dp, batch=(b * case.dp).astype(int),
                      wprec=precision_code(case.precision), kvprec=precision_code("bf16"))

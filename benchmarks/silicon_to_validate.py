@@ -55,7 +55,7 @@ SYSTEMS = {
 PRECISION = {"": "bf16", "bf16": "bf16", "fp8": "fp8", "fp8_block": "fp8", "fp4": "fp4", "nvfp4": "fp4"}
 COLUMNS = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
            "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms", "engine",
-           "source_id", "source_system", "source_model", "engine_version", "measured"]
+           "source_id", "source_system", "source_model", "engine_version", "measured", "gemm_quant_mode"]
 
 
 def default_source() -> Path:
@@ -159,6 +159,9 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
             "input_tokens": r["isl"], "output_tokens": r["osl"], "concurrency": concurrency(r["batch_size"], dp_sample),
             "tp": tp, "pp": max(1, int(r["pp_size"] or 1)), "ep": ep, "dp": dp,
             **measured_fields(r),
+            # the sample's label of the run's GEMM quantisation (solver/accuracy/measured.py
+            # `fp8_scaling` reads it)
+            "gemm_quant_mode": r["gemm_quant_mode"],
         })
     return out, skipped
 

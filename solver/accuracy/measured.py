@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections import defaultdict
 from typing import Callable, Iterator
 
@@ -23,11 +24,57 @@ ENGINES = ("vllm", "sglang", "trtllm")
 # NVIDIA/srt-slurm's FP4 recipes (`dtype: fp8`, `kv-cache-dtype: "fp8_e4m3"`); no engine there
 # keeps an FP4 one. Other precisions keep their own.
 KV_OF_WEIGHTS = {"fp4": "fp8"}
+# The FP8 checkpoint format (`ModelCard.fp8_scaling`, which GEMM rows the dense layers read) of
+# a measured row's deployment, where its source says more than the model card, in this order:
+# - InferenceX's runs serve the checkpoint their workflow names (`INFERENCEX_FP8`: the NVIDIA
+#   Llama-3.1-70B runs serve nvidia/Llama-3.3-70B-Instruct-FP8, ModelOpt's per-tensor FP8 with
+#   static input scales, SemiAnalysisAI/InferenceX .github/workflows/70b-tmpl.yml at 425f74d5);
+# - a row whose `source_model` is a known FP8 checkpoint runs its format (`FP8_CHECKPOINTS`, from
+#   each checkpoint's quantization config: DeepSeek's and Qwen's own are 128x128 block-scaled,
+#   NVIDIA's ModelOpt ones per-tensor with static input scales);
+# - a BF16 checkpoint quantised by the engine at load time (no input scales to read) runs what
+#   aiconfigurator's sample labels the row (`gemm_quant_mode`, copied by
+#   benchmarks/silicon_to_validate.py; `GEMM_QUANT_LABELS`): fp8 per-tensor with the scale
+#   computed per call, fp8_block block-scaled;
+# - otherwise the card's own format.
+INFERENCEX_FP8 = {"llama-3.1-70b": "per_tensor_static"}
+_DUMP = re.compile(r"_cfg\d+$")  # InferenceX database dumps in aiconfigurator's sample
+_DATED = re.compile(r"^\d{4}_\d{2}_\d{2}_")  # InferenceX's dated result exports there
+FP8_CHECKPOINTS = {
+    "deepseek-ai/DeepSeek-R1": "block", "deepseek-ai/DeepSeek-V3": "block",
+    "Qwen/Qwen3-235B-A22B-FP8": "block", "nvidia/Llama-3.1-8B-Instruct-FP8": "per_tensor_static",
+}
+GEMM_QUANT_LABELS = {"fp8": "per_tensor_dynamic", "fp8_static": "per_tensor_static", "fp8_block": "block"}
 
 
 def kv_precision(weights: str) -> str:
     """The KV-cache precision of a measured row whose weights are `weights` (`KV_OF_WEIGHTS`)."""
     return KV_OF_WEIGHTS.get(weights, weights)
+
+
+def benchmark_tool(raw: dict[str, str]) -> str:
+    """The benchmark tool that measured a row (solver/accuracy/replay_rows.py, module docstring)."""
+    named = (raw.get("benchmark") or "").strip()
+    if named:
+        return named
+    sid = (raw.get("source_id") or "").strip()
+    if not sid:
+        return "vllm"
+    if _DUMP.search(sid) or _DATED.match(sid):
+        return "inferencex"
+    return "aiconfigurator"
+
+
+def fp8_scaling(raw: dict[str, str], tool: str, card_default: str) -> str:
+    """The FP8 checkpoint format a measured row ran (the rules above `INFERENCEX_FP8`)."""
+    if tool == "inferencex" and str(raw.get("model", "")) in INFERENCEX_FP8:
+        return INFERENCEX_FP8[str(raw.get("model", ""))]
+    checkpoint = str(raw.get("source_model") or "").strip()
+    if checkpoint in FP8_CHECKPOINTS:
+        return FP8_CHECKPOINTS[checkpoint]
+    if tool == "inferencex":
+        return card_default
+    return GEMM_QUANT_LABELS.get(str(raw.get("gemm_quant_mode") or "").strip(), card_default)
 
 
 Bad = Callable[[str, str], InputError]

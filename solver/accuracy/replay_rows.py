@@ -43,7 +43,6 @@ explicit here).
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import replace
 from typing import Callable, Literal
@@ -51,7 +50,7 @@ from typing import Callable, Literal
 import numpy as np
 
 from solver.accuracy.inferencex import Launch, sglang_launch, trtllm_launch
-from solver.accuracy.measured import kv_precision
+from solver.accuracy.measured import benchmark_tool, fp8_scaling, kv_precision
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
@@ -73,22 +72,6 @@ from solver.schema.engine import EngineParams
 CHUNK_TOKENS = 8192
 DEFAULT_ENGINE = "vllm"
 Statistic = Literal["mean", "median"]
-
-_DUMP = re.compile(r"_cfg\d+$")
-_DATED = re.compile(r"^\d{4}_\d{2}_\d{2}_")
-
-
-def benchmark_tool(raw: dict[str, str]) -> str:
-    """The benchmark tool that measured a row (see the module docstring)."""
-    named = (raw.get("benchmark") or "").strip()
-    if named:
-        return named
-    sid = (raw.get("source_id") or "").strip()
-    if not sid:
-        return "vllm"
-    if _DUMP.search(sid) or _DATED.match(sid):
-        return "inferencex"
-    return "aiconfigurator"
 
 
 # aiconfigurator's generator (ai-dynamo/aiconfigurator, src/aiconfigurator/generator/) sizes an
@@ -153,9 +136,11 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
                 tables: bool, slowdown: float | None) -> InstancePlan:
     first = rows[idx[0]]
     try:
-        arch = ModelArch.from_card(shipped.model_card(first.model))
+        card_m = shipped.model_card(first.model)
     except InputError as exc:
         raise InputError(f"{path}:{first.line}: model: {exc}") from None
+    scaling = fp8_scaling(first.raw, benchmark_tool(first.raw), card_m.fp8_scaling)
+    arch = ModelArch.from_card(card_m.model_copy(update={"fp8_scaling": scaling}))
     try:
         card = shipped.hardware_card(first.hardware)
     except InputError as exc:
@@ -221,7 +206,8 @@ def replay_rows(path: str, rows: list, params_for: Callable[[str | None], Engine
         if tool not in BENCHMARKS:
             raise InputError(f"{path}:{r.line}: benchmark: expected one of {', '.join(BENCHMARKS)} (got {tool!r})")
         i = r.ints
-        groups[(r.model, r.hardware, r.precision, r.engine, i["tp"], i["pp"], i["ep"], i["dp"])].append(k)
+        groups[(r.model, r.hardware, r.precision, r.engine, i["tp"], i["pp"], i["ep"], i["dp"],
+                fp8_scaling(r.raw, tool, ""))].append(k)
     for key, idx in groups.items():
         engine = key[3] or DEFAULT_ENGINE
         params = params_for(key[3])

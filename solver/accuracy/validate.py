@@ -34,7 +34,16 @@ from solver.schema.engine import EngineParams
 from solver.schema.userfile import MAX_DATA_BYTES, read_user_text
 from solver.schema.validation import ValidationReport, ValidationRow
 
-from .measured import ENGINES, build_report, csv_records, kv_precision, milliseconds, whole_numbers
+from .measured import (
+    ENGINES,
+    benchmark_tool,
+    build_report,
+    csv_records,
+    fp8_scaling,
+    kv_precision,
+    milliseconds,
+    whole_numbers,
+)
 
 REQUIRED = ["model", "hardware", "precision", "mode", "input_tokens", "output_tokens", "concurrency",
             "tp", "pp", "ep", "dp", "ttft_ms", "tpot_ms"]
@@ -111,13 +120,15 @@ def predict_rows(
     tpot = np.full(len(rows), np.nan)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for k, r in enumerate(rows):
-        groups[(r.model, r.hardware, r.precision, r.engine)].append(k)
-    for (model, hw_name, prec, engine), idx in groups.items():
+        groups[(r.model, r.hardware, r.precision, r.engine, fp8_scaling(r.raw, benchmark_tool(r.raw), ""))].append(k)
+    for (model, hw_name, prec, engine, _), idx in groups.items():
         first = rows[idx[0]]
         try:
-            arch = ModelArch.from_card(shipped.model_card(model))
+            card_m = shipped.model_card(model)
         except InputError as exc:
             raise InputError(f"{path}:{first.line}: model: {exc}") from None
+        scaling = fp8_scaling(first.raw, benchmark_tool(first.raw), card_m.fp8_scaling)
+        arch = ModelArch.from_card(card_m.model_copy(update={"fp8_scaling": scaling}))
         try:
             card = shipped.hardware_card(hw_name)
         except InputError as exc:

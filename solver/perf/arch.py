@@ -15,6 +15,10 @@ from solver.perf.routing import ExpertRouting, expert_routing
 from solver.schema.cards import ModelCard
 from solver.schema.routing import Routing
 
+# the card's FP8 checkpoint format -> the gemm table dtype its dense GEMMs run
+# (solver/profiles/sources/aic/gemm.py: what each dtype measures)
+FP8_GEMM_DTYPE = {"per_tensor_static": "fp8_static", "per_tensor_dynamic": "fp8", "block": "fp8_block"}
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelArch:
@@ -55,6 +59,8 @@ class ModelArch:
     local_layers: int  # layers restricted to the window
     # how the service's traffic is routed over the experts (None: balanced)
     routing: ExpertRouting | None = None
+    # the measured GEMM rows an fp8 plan's dense GEMMs read (the card's `fp8_scaling`)
+    fp8_gemm: str = "fp8_static"
 
     @classmethod
     def from_card(cls, card: ModelCard) -> ModelArch:
@@ -89,6 +95,7 @@ class ModelArch:
             mla_latent=a.kind == "mla",
             local_window_tokens=window,
             local_layers=local_layers,
+            fp8_gemm=FP8_GEMM_DTYPE[card.fp8_scaling],
         )
 
     def with_routing(self, routing: Routing | None) -> ModelArch:

@@ -35,8 +35,13 @@ def families_drawn(rp: ResolvedProblem, services: list[ServiceResult]) -> Drawn:
             card = rp.hardware[rp.hw_index(pool.hardware)]
             out.setdefault(card.name, set()).update(families_asked(
                 rp.archs[si], prefills=pool.role != "decode", decodes=pool.role != "prefill",
-                tp=pool.tp, domain=card.scale_up.domain_devices))
+                tp=pool.tp, domain=card.scale_up.domain_devices, fp8=pool.precision == "fp8"))
     return {k: frozenset(v) for k, v in out.items()}
+
+
+def _precisions(service) -> list[str]:
+    p = service.precision
+    return list(p) if isinstance(p, list) else [p]
 
 
 def families_considered(rp: ResolvedProblem) -> Drawn:
@@ -49,7 +54,7 @@ def families_considered(rp: ResolvedProblem) -> Drawn:
             for tp in rp.problem.search.tp:
                 out.setdefault(card.name, set()).update(families_asked(
                     rp.archs[si], prefills=bool(roles - {"decode"}), decodes=bool(roles - {"prefill"}),
-                    tp=tp, domain=card.scale_up.domain_devices))
+                    tp=tp, domain=card.scale_up.domain_devices, fp8="fp8" in _precisions(s)))
     return {k: frozenset(v) for k, v in out.items()}
 
 

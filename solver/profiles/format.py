@@ -42,7 +42,7 @@ FORMAT = "fleetplan-profile/1"
 
 Family = Literal[
     "gemm", "attention_context", "attention_generation", "allreduce", "collectives",
-    "moe_experts", "mla_generation", "mla_context",
+    "moe_experts", "mla_generation", "mla_context", "compute_scale",
 ]
 
 
@@ -67,8 +67,16 @@ FAMILIES: dict[str, FamilySpec] = {
         keys=("dtype",),
         axes=("m", "n", "k"),
         doc="Y[m,n] = X[m,k] W[k,n]. dtype: bf16 (bf16 in, bf16 out), fp8 (per-tensor scaled "
-        "FP8 in, bf16 out), fp8_block (128x128 block-scaled FP8). m: tokens; n: output "
-        "features; k: input features.",
+        "FP8 in, bf16 out, the input's scale computed per call), fp8_block (128x128 "
+        "block-scaled FP8). m: tokens; n: output features; k: input features.",
+    ),
+    "compute_scale": FamilySpec(
+        "compute_scale",
+        keys=("dtype",),
+        axes=("m", "k"),
+        doc="The kernel computing a per-tensor FP8 activation's scale before a dynamically "
+        "scaled GEMM of m tokens and k input features (a GEMM with a static input scale skips "
+        "it). dtype: fp8.",
     ),
     "attention_context": FamilySpec(
         "attention_context",

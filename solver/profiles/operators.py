@@ -26,7 +26,7 @@ import numpy as np
 
 from solver.errors import InputError
 from solver.profiles.format import Provenance, csv_path_of, load_table, profile_folder
-from solver.profiles.interp import ROOFLINE, Estimate, GroupedTable, GroupRoofline
+from solver.profiles.interp import EXTRAPOLATED, ROOFLINE, Estimate, GroupedTable, GroupRoofline
 from solver.schema.cards import PRECISIONS, HardwareCard
 
 DEFAULT_FRAMEWORK = "vllm"
@@ -38,7 +38,7 @@ DEFAULT_FRAMEWORK = "vllm"
 # link model (the engines dispatch with their own kernels, not NCCL's all-to-all, and wide
 # expert parallelism spans nodes, beyond what one domain's table covers).
 QUERIED_FAMILIES = ("gemm", "attention_context", "attention_generation", "allreduce", "moe_experts",
-                    "mla_generation", "mla_context")
+                    "mla_generation", "mla_context", "compute_scale")
 
 
 def _attention_neighbour(key: tuple, known: Sequence[tuple]) -> tuple | None:
@@ -55,9 +55,20 @@ def _attention_neighbour(key: tuple, known: Sequence[tuple]) -> tuple | None:
     return best
 
 
+def _gemm_neighbour(key: tuple, known: Sequence[tuple]) -> tuple | None:
+    """The measured per-tensor FP8 rows standing in for block-scaled ones a table lacks (tables
+    converted before fp8_block rows were kept): the same weight bytes and peak, so the
+    stand-in's time itself, flagged extrapolated."""
+    (dtype,) = key
+    if str(dtype) == "fp8_block" and ("fp8",) in known:
+        return ("fp8",)
+    return None
+
+
 _NEIGHBOURS = {
     "attention_context": _attention_neighbour,
     "attention_generation": _attention_neighbour,
+    "gemm": _gemm_neighbour,
 }
 
 class TableBounds(Protocol):
@@ -169,8 +180,30 @@ class OperatorProfiles:
 
     def gemm(self, m, n, k, precision="bf16") -> Estimate:
         """Y[m,n] = X[m,k] W[k,n] with weights (and math) in `precision` (bf16 / fp8 / fp4,
-        names or fleetplan precision codes)."""
-        return self._query("gemm", {"dtype": _dtype_names(precision)}, [m, n, k])
+        names or fleetplan precision codes; fp8 is per-tensor FP8 with the input's scale
+        computed per call, fp8_static the same with a static input scale, fp8_block 128x128
+        block-scaled: solver/profiles/sources/aic/gemm.py).
+
+        fp8_static is composed as aiconfigurator composes it: the fp8 row less the measured
+        compute-scale kernel at the same (m, k), floored at the GEMM's roofline; the answer's
+        source is the worse of the two. Without a `compute_scale` table the fp8 row stands
+        (flagged extrapolated)."""
+        names = _dtype_names(precision)
+        static = names == "fp8_static"
+        if not np.any(static):
+            return self._query("gemm", {"dtype": names}, [m, n, k])
+        base = self._query("gemm", {"dtype": np.where(static, "fp8", names)}, [m, n, k])
+        shape = base.seconds.shape
+        if "compute_scale" not in self.tables:
+            src = np.where(static & (base.source != ROOFLINE), np.maximum(base.source, EXTRAPOLATED), base.source)
+            return Estimate(base.seconds, src.astype(np.int8))
+        scale = self._query("compute_scale", {"dtype": "fp8"}, [m, k])
+        xs = [np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, k)]
+        floor = np.asarray(self.tables["gemm"].roofline(("fp8_static",), xs), dtype=float)
+        usable = np.broadcast_to(static, shape) & (base.source != ROOFLINE) & (scale.source != ROOFLINE)
+        seconds = np.where(usable, np.maximum(base.seconds - scale.seconds, floor), base.seconds)
+        source = np.where(usable, np.maximum(base.source, scale.source), base.source)
+        return Estimate(seconds, source.astype(np.int8))
 
     def attention_context(self, batch, isl_tokens, num_heads, num_kv_heads, head_dim,
                           kv_precision="bf16") -> Estimate:

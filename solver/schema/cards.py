@@ -110,6 +110,10 @@ class Moe(Strict):
         return self
 
 
+# how an FP8 checkpoint scales its dense GEMMs (solver/profiles/sources/aic/gemm.py: each format)
+Fp8Scaling = Literal["per_tensor_static", "per_tensor_dynamic", "block"]
+
+
 class ModelCard(Strict):
     name: str = Field(min_length=1, max_length=200)
     source: str = Field(max_length=MAX_TEXT, description="where the numbers come from (published config)")
@@ -124,6 +128,13 @@ class ModelCard(Strict):
     attention: Attention
     moe: Moe | None = None
     max_context_tokens: int = Field(ge=1, le=MAX_CONTEXT)
+    fp8_scaling: Fp8Scaling = Field(
+        "per_tensor_static",
+        description="how the model's FP8 checkpoint scales its dense GEMMs, which measured GEMM "
+        "rows an fp8 plan reads: per_tensor_static (per-tensor weights with static input scales, "
+        "ModelOpt's FP8 checkpoints), per_tensor_dynamic (per-tensor weights, the input's scale "
+        "computed on every call), block (128x128 block-scaled weights, per-token-group input "
+        "scales: DeepSeek's and Qwen's own FP8 checkpoints)")
     published_total_params_b: float | None = Field(None, gt=0, le=MAX_PARAMS_B, description="for the card test")
     published_active_params_b: float | None = Field(None, gt=0, le=MAX_PARAMS_B)
 

@@ -118,3 +118,20 @@ def test_families_asked_are_the_tables_that_answered(model, tp):
     assert answered <= asked, (answered, asked)
     if model == "llama-3.1-70b":
         assert answered == asked
+
+
+@pytest.mark.parametrize("model,extra", [("llama-3.1-70b", {"compute_scale"}), ("qwen3-32b", set())])
+def test_families_asked_by_an_fp8_plan_name_the_compute_scale_table_of_static_scaling(model, extra):
+    """An fp8 plan of a per-tensor static checkpoint (the Llama cards) also draws the
+    compute-scale table (its GEMMs are the dynamic rows less that kernel); a block-scaled one
+    (Qwen3) reads the fp8_block GEMM rows alone."""
+    card = hardware_card("h200-sxm")
+    hw = HardwareTable.from_cards([card], engine=EngineParams(), profiles=load_table_set([card], "trtllm"))
+    arch = ModelArch.from_card(shipped.model_card(model))
+    plans = Plans.of(hw=0, tp=2, pp=1, ep=1, dp=1, batch=8, wprec=1, kvprec=1)
+    times = MeasuredTimes(RooflineTimes(arch, hw, plans), hw.profiles, SourceTally(1))
+    times.dense_mlp(np.array([16.0]))
+    base = families_asked(arch, prefills=True, decodes=True, tp=2, domain=8)
+    got = families_asked(arch, prefills=True, decodes=True, tp=2, domain=8, fp8=True)
+    assert got - base == extra
+    assert (times.sources["dense_mlp"] != ROOFLINE).all()

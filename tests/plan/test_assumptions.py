@@ -100,8 +100,10 @@ def test_a_dense_plan_lists_no_moe_tables_and_a_tp1_plan_no_allreduce():
         ("h100-sxm", "gemm"), ("h100-sxm", "attention_generation")}
     everything = assumptions(rp, families_considered(rp))
     assert "moe_experts" not in {p.family for p in everything.profiles}  # a dense service
+    # the service may run fp8 (a Llama card: per-tensor static scales), so the compute-scale
+    # table its fp8 GEMMs are composed with is listed too
     assert {p.family for p in everything.profiles if p.hardware == "h100-sxm"} == {
-        "gemm", "attention_context", "attention_generation", "allreduce"}
+        "gemm", "attention_context", "attention_generation", "allreduce", "compute_scale"}
 
 
 def test_assumptions_record_a_workload_from_data():

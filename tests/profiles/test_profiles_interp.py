@@ -217,5 +217,5 @@ def test_user_profiles_root(tmp_path, monkeypatch):
 def test_only_the_families_the_operator_model_asks_are_loaded(h100):
     # the collectives tables ship, but no operator draws time from them
     assert set(h100.tables) == {"gemm", "attention_context", "attention_generation", "allreduce",
-                                "moe_experts", "mla_generation", "mla_context"}
+                                "moe_experts", "mla_generation", "mla_context", "compute_scale"}
     assert "collectives" not in h100.provenance

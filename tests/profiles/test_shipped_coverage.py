@@ -19,7 +19,8 @@ from solver.profiles import MEASURED, ROOFLINE, SourceTally
 from solver.profiles.format import available, shipped_root
 from solver.schema.engine import EngineParams
 
-FAMILIES = {"gemm", "attention_context", "attention_generation", "allreduce", "collectives", "moe_experts"}
+FAMILIES = {"gemm", "attention_context", "attention_generation", "allreduce", "collectives", "moe_experts",
+            "compute_scale"}
 MLA = {"mla_generation", "mla_context"}  # DeepSeek-V3's MLA block: TensorRT-LLM and vLLM only
 
 

@@ -25,6 +25,7 @@ DTYPE_BYTES: dict[str, float] = {
     "fp16": 2.0,
     "fp8": 1.0,
     "fp8_block": 1.0,
+    "fp8_static": 1.0,
     "int8": 1.0,
     "fp4": 0.5 + 1.0 / 16.0,
 }
@@ -49,7 +50,7 @@ class Peaks:
         fp8 = (card.peak_tflops.fp8 or card.peak_tflops.bf16) * 1e12
         fp4 = (card.peak_tflops.fp4 or card.peak_tflops.fp8 or card.peak_tflops.bf16) * 1e12
         return cls(
-            flops=(("bf16", bf16), ("fp16", bf16), ("fp8", fp8), ("fp8_block", fp8),
+            flops=(("bf16", bf16), ("fp16", bf16), ("fp8", fp8), ("fp8_block", fp8), ("fp8_static", fp8),
                    ("int8", fp8), ("fp4", fp4)),
             hbm_bw=card.hbm_bandwidth_tb_s * 1e12,
             link_bw=card.scale_up.bandwidth_gb_s * 1e9,
@@ -137,8 +138,15 @@ def mla_context(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarra
     return peaks.bound(Work(flops, nbytes), str(gemm_dtype))
 
 
+def compute_scale(peaks: Peaks, key: tuple, xs: Sequence[np.ndarray]) -> np.ndarray:
+    """Reading the m x k bf16 activation once (an amax reduction): HBM time."""
+    m, k = _floats(xs)
+    return 2.0 * m * k / peaks.hbm_bw
+
+
 FAMILY_BOUNDS = {
     "mla_generation": mla_generation,
+    "compute_scale": compute_scale,
     "mla_context": mla_context,
     "gemm": gemm,
     "attention_context": attention_context,

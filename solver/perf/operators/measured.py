@@ -24,6 +24,7 @@ from solver.perf.arch import ModelArch
 from solver.perf.operators.counts import MoeLoad
 from solver.perf.operators.roofline import RooflineTimes
 from solver.profiles import EXTRAPOLATED, ROOFLINE, Estimate, ProfileSet, SourceTally, hooks
+from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
 
 # the table family each operator of the protocol asks (the others ask none)
@@ -38,14 +39,18 @@ MLA_OPERATOR_FAMILY = OPERATOR_FAMILY | {
 }
 
 
-def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, domain: int) -> frozenset[str]:
+def families_asked(arch: ModelArch, *, prefills: bool, decodes: bool, tp: int, domain: int,
+                   fp8: bool = False) -> frozenset[str]:
     """The table families `MeasuredTimes` draws time from for an instance of this model with
     attention TP `tp` on hardware whose scale-up domain holds `domain` devices, when its
     iterations carry prefill tokens and/or decoding sequences (the rules of the module
-    docstring; the MoE block's router and shared experts ask the GEMM table)."""
+    docstring; the MoE block's router and shared experts ask the GEMM table); `fp8`: FP8
+    weights, whose static-scaled GEMMs also ask the compute-scale table."""
     gqa = not arch.mla_latent
     moe = arch.moe_layers > 0 and arch.gated_mlp
     out = {"gemm"}  # the LM head at least
+    if fp8 and arch.fp8_gemm == "fp8_static":
+        out.add("compute_scale")
     if gqa and prefills:
         out.add("attention_context")
     if gqa and decodes:
@@ -75,6 +80,7 @@ class MeasuredTimes:
         self.gqa = not self.arch.mla_latent
         self.sources: dict[str, np.ndarray] = {}
         self._mla: np.ndarray | None = None
+        self._gemm_dtype: np.ndarray | None = None
 
     def _settle(self, name: str, est: Estimate, fallback: np.ndarray, count) -> np.ndarray:
         """The table's seconds where it answered, the roofline's elsewhere; charged and recorded."""
@@ -107,6 +113,14 @@ class MeasuredTimes:
         src = np.where(covered, est.source, ROOFLINE).astype(np.int8)
         return self._settle(name, Estimate(np.where(covered, est.seconds, 0.0), src), fallback, count)
 
+    def _gemm_precision(self) -> np.ndarray:
+        """The GEMM table dtype of each plan's dense weights: its precision's name, fp8 read as
+        the model's FP8 checkpoint format (`ModelArch.fp8_gemm`: fp8_static, fp8 or fp8_block)."""
+        if self._gemm_dtype is None:
+            names = np.asarray(PRECISIONS, dtype=object)[np.asarray(self.plans.wprec, dtype=int)]
+            self._gemm_dtype = np.where(names == "fp8", self.arch.fp8_gemm, names)
+        return self._gemm_dtype
+
     # ---- the protocol ------------------------------------------------------------------------
 
     def projections(self, tokens, count=1.0) -> np.ndarray:
@@ -117,7 +131,7 @@ class MeasuredTimes:
                                    fallback, count)
         a, p = self.arch, self.plans
         est = hooks.attention_projections(self.tables, p.hw, tokens, a.hidden, a.heads, a.kv_heads,
-                                          a.head_dim, self.roofline.tp, p.wprec)
+                                          a.head_dim, self.roofline.tp, self._gemm_precision())
         return self._settle("projections", est, fallback, count)
 
     def decode_attention(self, seqs, context, window, count=1.0) -> np.ndarray:
@@ -146,7 +160,7 @@ class MeasuredTimes:
         if not a.gated_mlp:
             return self._roofline_only("dense_mlp", fallback, count)
         est = hooks.dense_mlp(self.tables, p.hw, tokens, a.hidden, a.dense_mlp_params / (3 * a.hidden),
-                              self.roofline.tp, p.wprec)
+                              self.roofline.tp, self._gemm_precision())
         return self._settle("dense_mlp", est, fallback, count)
 
     def moe_block(self, tokens, count=1.0) -> np.ndarray:
@@ -221,7 +235,8 @@ class MeasuredTimes:
         routed_s = np.where(covered, routed.seconds * factor, routed.seconds)
         routed_src = np.where(covered & scaled, np.maximum(routed.source, EXTRAPOLATED), routed.source)
         rest = hooks.moe_router_and_shared(self.tables, p.hw, tokens, a.hidden, a.num_experts,
-                                           a.shared_expert_params / (3.0 * float(a.hidden)), rl.tp, p.wprec)
+                                           a.shared_expert_params / (3.0 * float(a.hidden)), rl.tp,
+                                           self._gemm_precision())
         rest_s = np.where(rest.source == ROOFLINE, rl.router_and_shared(tokens), rest.seconds)
         z = np.zeros_like(routed_s)
         self.ledger.add(Estimate(np.where(covered, routed_s, z), routed_src.astype(np.int8)), count)

@@ -11,7 +11,7 @@ from solver.errors import InputError
 from solver.profiles.format import write_profile
 from solver.profiles.sources.aic.attention import convert_attention
 from solver.profiles.sources.aic.comm import convert_allreduce, convert_collectives
-from solver.profiles.sources.aic.gemm import convert_gemm
+from solver.profiles.sources.aic.gemm import convert_compute_scale, convert_gemm
 from solver.profiles.sources.aic.mla import convert_mla
 from solver.profiles.sources.aic.moe import convert_moe
 from solver.profiles.sources.aic.provenance import Converted
@@ -55,6 +55,7 @@ def convert_aic(
         convert_allreduce(systems, system, framework, v, pkg),
         convert_collectives(systems, system, pkg),
         convert_moe(systems, system, framework, v, cards, all_shapes, pkg),
+        convert_compute_scale(systems, system, framework, v, pkg),
     )
     if any(c.attention.kind == "mla" for c in cards):
         optional += tuple(convert_mla(systems, system, framework, v, phase, pkg)
