@@ -62,22 +62,13 @@ class FamilySpec:
 
 
 FAMILIES: dict[str, FamilySpec] = {
-    "gemm": FamilySpec(
-        "gemm",
-        keys=("dtype",),
-        axes=("m", "n", "k"),
-        doc="Y[m,n] = X[m,k] W[k,n]. dtype: bf16 (bf16 in, bf16 out), fp8 (per-tensor scaled "
-        "FP8 in, bf16 out, the input's scale computed per call), fp8_block (128x128 "
-        "block-scaled FP8). m: tokens; n: output features; k: input features.",
-    ),
-    "compute_scale": FamilySpec(
-        "compute_scale",
-        keys=("dtype",),
-        axes=("m", "k"),
-        doc="The kernel computing a per-tensor FP8 activation's scale before a dynamically "
-        "scaled GEMM of m tokens and k input features (a GEMM with a static input scale skips "
-        "it). dtype: fp8.",
-    ),
+    "gemm": FamilySpec("gemm", keys=("dtype",), axes=("m", "n", "k"), doc=(
+        "Y[m,n] = X[m,k] W[k,n]. dtype: bf16 (bf16 in, bf16 out), fp8 (per-tensor scaled FP8 "
+        "in, bf16 out, the input's scale computed per call), fp8_block (128x128 block-scaled "
+        "FP8). m: tokens; n: output features; k: input features.")),
+    "compute_scale": FamilySpec("compute_scale", keys=("dtype",), axes=("m", "k"), doc=(
+        "The kernel computing a per-tensor FP8 activation's scale before a dynamically scaled "
+        "GEMM of m tokens and k input features (a static input scale skips it). dtype: fp8.")),
     "attention_context": FamilySpec(
         "attention_context",
         keys=("kv_dtype", "num_heads", "num_kv_heads", "head_dim"),

@@ -185,14 +185,14 @@ def test_pivot_plot_progress_and_exit_0(batch_tree):
     assert all(row.wall_s > 0 for row in s.rows)
     cost = {(row.sweep["h200-sxm.price"], row.sweep["chat.qps"]): row.cost_per_hour
             for row in s.rows if row.sweep}
-    # H200 at $2/h: ceil(qps / 22.5) H200; at $3/h 3 H100, 5 H100, 3 H100 + 4 H200 (20.2 and
-    # 22.5 QPS per instance)
-    assert cost == {(2, 50): 6.0, (2, 100): 10.0, (2, 150): 14.0, (3, 50): 7.5, (3, 100): 12.5, (3, 150): 19.5}
+    # H200 at $2/h: ceil(qps / 22.9) H200; at $3/h 3 H100, 5 H100, 4 H100 + 3 H200 (20.5 and
+    # 22.9 QPS per instance)
+    assert cost == {(2, 50): 6.0, (2, 100): 10.0, (2, 150): 14.0, (3, 50): 7.5, (3, 100): 12.5, (3, 150): 19.0}
     pivot = (batch_tree / "out-pivot" / "summary.pivot.csv").read_text().splitlines()
     assert pivot == ["problem,h200-sxm.price,chat.qps=50,chat.qps=100,chat.qps=150",
-                     "sweep,2,6,10,14", "sweep,3,7.5,12.5,19.5"]
+                     "sweep,2,6,10,14", "sweep,3,7.5,12.5,19"]
     assert r.stdout.startswith("cost_per_hour by h200-sxm.price (rows) and chat.qps (columns)\n")
-    assert "19.50" in r.stdout.split("\n\n")[0]
+    assert "19.00" in r.stdout.split("\n\n")[0]
 
     import matplotlib.image as mpimg
 

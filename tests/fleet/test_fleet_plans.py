@@ -295,17 +295,17 @@ def test_transition_counts_and_recommendation_hand_computed():
     doc = planned("transition")
     t = doc.transition
     # today: 61 colocated tp4 H100 instances = 244 devices at $2.99 = $729.56/h; the plan:
-    # 1 prefill tp1 pp4 (4) + 7 prefill tp1 pp8 (56) + 4 decode tp4 (16) = 76 H100 = $227.24/h.
+    # 15 prefill tp1 pp4 (60) + 4 decode tp4 (16) = 76 H100 = $227.24/h.
     assert t.current_cost_per_hour == pytest.approx(729.56)
     assert t.current_meets_problem and t.current_problems == []
     assert doc.cost_per_hour == pytest.approx(76 * 2.99)
-    # new layouts: 1 + 7 + 4 = 12 instances re-sharded; the prefill and decode groups are new,
-    # so 4 + 56 + 16 = 76 devices moved; drained: 76 devices x 1 h at $2.99 = $227.24
-    assert (t.instances_resharded, t.devices_moved) == (12, 76)
+    # new layouts: 15 + 4 = 19 instances re-sharded; the prefill and decode groups are new,
+    # so 60 + 16 = 76 devices moved; drained: 76 devices x 1 h at $2.99 = $227.24
+    assert (t.instances_resharded, t.devices_moved) == (19, 76)
     assert t.drained_device_hours == pytest.approx(76.0)
-    assert t.switching_cost_usd == pytest.approx(76 * 25 + 12 * 100 + 227.24)
+    assert t.switching_cost_usd == pytest.approx(76 * 25 + 19 * 100 + 227.24)
     assert t.saving_per_hour == pytest.approx(729.56 - 227.24)
-    assert t.payback_hours == pytest.approx(3327.24 / 502.32)
+    assert t.payback_hours == pytest.approx(4027.24 / 502.32)
     assert t.recommendation == "move"
 
 
@@ -314,7 +314,7 @@ def test_transition_stays_when_the_horizon_is_short_and_when_nothing_is_saved():
     short = plan(variant("transition", transition=rp.problem.transition.model_copy(
         update={"horizon_hours": 5.0})), OPTS, timings=False)
     assert short.transition.recommendation == "stay"
-    assert short.transition.payback_hours == pytest.approx(3327.24 / 502.32)  # reported either way
+    assert short.transition.payback_hours == pytest.approx(4027.24 / 502.32)  # reported either way
     doc = planned("transition")
     same = [{"service": s.name, "role": p.role, "hardware": p.hardware, "tp": p.tp, "pp": p.pp,
              "batch": p.batch, "instances": p.instances} for s in doc.services for p in s.pools]

@@ -33,11 +33,11 @@ def test_binding_power_cap_buys_more_devices_at_lower_caps():
     decode = [p for p in pools if p.role == "decode"]
     assert decode and all(p.power_cap_w == 400.0 for p in decode)  # memory-bound: free to cap
     assert any(p.role == "prefill" and p.power_cap_w < 700 for p in pools)
-    # by hand: 4 devices at 700 W, 28 at 400 W = 2.8 + 11.2 = 14.0 kW; rented at the card's
-    # $4.25 whatever the cap: 32 x 4.25 = $136.00/h
+    # by hand: 10 devices at 700 W, 20 at 400 W = 7.0 + 8.0 = 15.0 kW; rented at the card's
+    # $4.25 whatever the cap: 30 x 4.25 = $127.50/h
     by_cap = {c: sum(p.devices for p in pools if p.power_cap_w == c) for c in (700.0, 550.0, 400.0)}
-    assert by_cap == {700.0: 4, 550.0: 0, 400.0: 28}
-    assert doc.power_kw == pytest.approx(14.0) and doc.cost_per_hour == pytest.approx(136.0)
+    assert by_cap == {700.0: 10, 550.0: 0, 400.0: 20}
+    assert doc.power_kw == pytest.approx(15.0) and doc.cost_per_hour == pytest.approx(127.5)
     # the same problem at full power only: no fleet fits in 15 kW ...
     full = _without(rp, power_caps_w=None)
     assert plan(full, timings=False, compare=False).status == "infeasible"

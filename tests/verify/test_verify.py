@@ -406,17 +406,17 @@ def test_gap_feasible_with_reasons(online):
 
 
 def test_traffic_headroom_is_stated_and_recounted(online):
-    # the online plan's 'chat' serves 200.485688 QPS of its 200: x1.00242844, stated rounded down
+    # the online plan's 'chat' serves 201.454738 QPS of its 200: x1.00727369, stated rounded down
     rp, doc = online
-    assert doc.services[0].capacity_qps == pytest.approx(200.485688)
-    assert (doc.traffic_headroom_multiple, doc.traffic_headroom_service) == (1.0024, "chat")
+    assert doc.services[0].capacity_qps == pytest.approx(201.454738)
+    assert (doc.traffic_headroom_multiple, doc.traffic_headroom_service) == (1.0072, "chat")
     assert violations(rp, doc) == []
-    over = doc.model_copy(update={"traffic_headroom_multiple": 1.0025})  # above what the pools serve
-    assert violations(rp, over) == ["traffic_headroom_multiple 1.0025 != the pools' 1.002428 "
+    over = doc.model_copy(update={"traffic_headroom_multiple": 1.0073})  # above what the pools serve
+    assert violations(rp, over) == ["traffic_headroom_multiple 1.0073 != the pools' 1.007274 "
                                     "(rounded down to 4 decimals)"]
     under = doc.model_copy(update={"traffic_headroom_multiple": 1.0})
     assert len(violations(rp, under)) == 1
     from solver.report.plan_views import to_table
 
-    assert ("traffic headroom: the fleet as planned (pools and instance counts fixed) serves up to x1.0024 "
+    assert ("traffic headroom: the fleet as planned (pools and instance counts fixed) serves up to x1.0072 "
             "of every service's demand (set by 'chat'); beyond that it must grow") in to_table(doc)
