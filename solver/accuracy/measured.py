@@ -45,6 +45,8 @@ FP8_CHECKPOINTS = {
     "Qwen/Qwen3-235B-A22B-FP8": "block", "nvidia/Llama-3.1-8B-Instruct-FP8": "per_tensor_static",
 }
 GEMM_QUANT_LABELS = {"fp8": "per_tensor_dynamic", "fp8_static": "per_tensor_static", "fp8_block": "block"}
+# every value a `gemm_quant_mode` column may hold (aiconfigurator's labels; the rest are not FP8)
+GEMM_QUANT_MODES = ("", "bf16", *GEMM_QUANT_LABELS, "nvfp4")
 
 
 def kv_precision(weights: str) -> str:

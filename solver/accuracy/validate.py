@@ -36,6 +36,7 @@ from solver.schema.validation import ValidationReport, ValidationRow
 
 from .measured import (
     ENGINES,
+    GEMM_QUANT_MODES,
     benchmark_tool,
     build_report,
     csv_records,
@@ -74,6 +75,9 @@ def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
                       "go in a CSV with the prefill_/decode_ columns instead of tp, pp, ep, dp")
         if raw["precision"] not in PRECISIONS:
             raise bad("precision", f"expected one of {', '.join(PRECISIONS)}")
+        label = (raw.get("gemm_quant_mode") or "").strip()
+        if label not in GEMM_QUANT_MODES:
+            raise bad("gemm_quant_mode", f"expected one of {', '.join(m for m in GEMM_QUANT_MODES if m)} or empty")
         engine = (raw.get("engine") or "").strip() or None
         if engine is not None and engine not in ENGINES:
             raise bad("engine", f"expected one of {', '.join(ENGINES)} or empty")

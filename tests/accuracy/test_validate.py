@@ -109,3 +109,34 @@ def test_shipped_silicon_sample_converts_to_valid_input():
     assert len(rows) > 1000
     assert {r["mode"] for r in rows} == {"colocated"}
     assert {"h100-sxm", "h200-sxm", "b200"} <= {r["hardware"] for r in rows}
+
+
+LABELLED = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,gemm_quant_mode\n"
+
+
+def test_gemm_quant_mode_sets_the_rows_fp8_format_and_a_bad_one_names_line_and_field():
+    base = "llama-3.1-70b,h100-sxm,fp8,colocated,1024,1024,16,4,1,1,1,121.4,13.19,trtllm,"
+    rep = validate_text("m.csv", LABELLED + base + "\n" + base + "fp8\n")
+    static, dynamic = rep.rows
+    # the Llama card's static input scales skip the ~7 us compute-scale kernel of each of the
+    # 80 layers' 4 GEMMs at 16 tokens: the labelled (dynamic) row's decode step is longer
+    assert 80 * 4 * 6e-3 < dynamic.predicted_tpot_ms - static.predicted_tpot_ms < 80 * 4 * 9e-3
+    with pytest.raises(InputError, match=r"m\.csv:2: gemm_quant_mode: expected one of bf16, fp8, "):
+        validate_text("m.csv", LABELLED + base + "fp9\n")
+
+
+@pytest.mark.parametrize("raw, tool, want", [
+    ({"model": "llama-3.1-70b", "gemm_quant_mode": "fp8"}, "inferencex", "per_tensor_static"),
+    ({"model": "deepseek-v3", "gemm_quant_mode": "fp8"}, "inferencex", "block"),  # the card's
+    ({"model": "qwen3-235b-a22b", "source_model": "Qwen/Qwen3-235B-A22B-FP8", "gemm_quant_mode": "fp8"},
+     "aiconfigurator", "block"),  # a known FP8 checkpoint over the label
+    ({"model": "qwen3-32b", "source_model": "Qwen/Qwen3-32B", "gemm_quant_mode": "fp8"},
+     "aiconfigurator", "per_tensor_dynamic"),  # a BF16 checkpoint quantised at load: the label
+    ({"model": "llama-3.1-8b", "source_model": "meta-llama/Llama-3.1-8B-Instruct", "gemm_quant_mode": "fp8_block"},
+     "aiconfigurator", "block"),
+    ({"model": "llama-3.1-8b"}, "vllm", "per_tensor_static"),  # nothing said: the card's
+])
+def test_fp8_format_of_a_measured_row(raw, tool, want):
+    from solver.accuracy.measured import fp8_scaling
+
+    assert fp8_scaling(raw, tool, shipped.model_card(raw["model"]).fp8_scaling) == want
