@@ -87,21 +87,24 @@ def convert_gemm(systems, system, framework, version, cards, all_shapes, pkg_ver
     rows = [r for r in rows if keep_pairs is None or (int(r["n"]), int(r["k"])) in keep_pairs]
     out = [(_GEMM_DTYPES[r["gemm_dtype"]], int(r["m"]), int(r["n"]), int(r["k"]), us(r["latency"])) for r in rows]
     out.sort()
-    text = csv_text("gemm", out)
     used = {}
     for r in rows:
         used.setdefault(_GEMM_DTYPES[r["gemm_dtype"]], set()).add(r["kernel_source"])
     kern = "; ".join(f"{d}: {', '.join(sorted(ks))}" for d, ks in sorted(used.items()))
-    prov = provenance(
-        "gemm", text, len(out), columns=COLUMNS, systems=systems, path=path,
-        pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=version, method=(
-            f"aiconfigurator collector ({framework} GEMM kernels, one GPU): each (m, n, k) "
-            f"timed with CUDA events over repeated runs; the source logs milliseconds per call"
-        ),
-        selection=f"kernels {kern}; {selection}",
-    )
-    return Converted("gemm", text, prov)
+    return _converted("gemm", out, COLUMNS, systems, path, pkg_version, system, rows, framework, version, (
+        f"aiconfigurator collector ({framework} GEMM kernels, one GPU): each (m, n, k) "
+        f"timed with CUDA events over repeated runs; the source logs milliseconds per call"
+    ), f"kernels {kern}; {selection}")
+
+
+def _converted(family, out, columns, systems, path, pkg_version, system, rows, framework, version,
+               method, selection) -> Converted:
+    """The table `family` of the sorted rows `out`, with its sidecar."""
+    text = csv_text(family, out)
+    return Converted(family, text, provenance(
+        family, text, len(out), columns=columns, systems=systems, path=path, pkg_version=pkg_version,
+        system=system, device=one(rows, "device"), framework=framework, version=version,
+        method=method, selection=selection))
 
 
 SCALE_FLOOR_US = 0.001  # a kernel timed at zero (below): one nanosecond
@@ -128,16 +131,10 @@ def convert_compute_scale(systems, system, framework, version, pkg_version) -> C
     # static path already); kept at the floor below, which the table format needs positive
     out = sorted(("fp8", int(r["m"]), int(r["k"]), max(us(r["latency"]), SCALE_FLOOR_US)) for r in rows)
     zeros = sum(1 for r in rows if us(r["latency"]) < SCALE_FLOOR_US)
-    text = csv_text("compute_scale", out)
-    prov = provenance(
-        "compute_scale", text, len(out), columns=SCALE_COLUMNS, systems=systems, path=path,
-        pkg_version=pkg_version, system=system, device=one(rows, "device"), framework=framework,
-        version=version, method=(
-            f"aiconfigurator collector ({framework} FP8 quantisation kernels, one GPU): the "
-            f"activation-scale computation of a dynamically scaled FP8 GEMM timed alone per (m, k); "
-            f"the source logs milliseconds per call"
-        ),
-        selection=(f"kernel {kernel}; every measured m and k"
-                   + (f"; {zeros} rows timed at zero kept at {SCALE_FLOOR_US} us" if zeros else "")),
-    )
-    return Converted("compute_scale", text, prov)
+    method = (f"aiconfigurator collector ({framework} FP8 quantisation kernels, one GPU): the "
+              f"activation-scale computation of a dynamically scaled FP8 GEMM timed alone per (m, k); "
+              f"the source logs milliseconds per call")
+    selection = f"kernel {kernel}; every measured m and k" + (
+        f"; {zeros} rows timed at zero kept at {SCALE_FLOOR_US} us" if zeros else "")
+    return _converted("compute_scale", out, SCALE_COLUMNS, systems, path, pkg_version, system, rows,
+                      framework, version, method, selection)
