@@ -88,13 +88,44 @@ Statistic = Literal["mean", "median"]
 # (templates/trtllm/extra_engine_args.1.0.0rc3.yaml.j2): a context that does not fit beside the
 # iteration's other tokens waits (`TRTLLM_CHUNKED`). The overlap scheduler is on (the agg
 # `disable_overlap_scheduler = false` of the same generators; solver/replay/schedulers/trtllm.py).
-# SGLang's rule (max_prefill_tokens = isl + 1500, mixed chunks) is still contradicted by the
-# SGLang 0.5.1 rows (-69% to -95%), so SGLang keeps its defaults here.
+# SGLang: the generator launches an aggregated worker with `--max-prefill-tokens` isl + 1500
+# (rule_plugin/sglang.rule from 95ddf241, 2025-12-04, the commit that added SGLang to the
+# generator) and `--enable-mixed-chunk` (fa895ffb and 07a37792, 2026-01-19: the rule, then the
+# flag's spelling; the benchmark rules of 71bb3d00 keep both), without `--disable-radix-cache`
+# or `--chunked-prefill-size`. Its SGLang 0.5.6.post2 workers are Dynamo 0.8's
+# (config/backend_version_matrix.yaml), whose template it gained on 2026-01-23 (c46a56b0), after
+# both rules: rows of 0.5.6.post2 and later ran with them (`GEN_SGLANG_FROM`). The h100
+# 0.5.1.post1 rows (a Dynamo before 0.6, not in the matrix) cannot be dated against the rules;
+# they keep SGLang's defaults, which they agree with (applying the rules to them gave -69% to
+# -95% TTFT in an earlier session).
 GEN_VLLM_SEQS = 512
 GEN_VLLM_EXTRA = 1500
 GEN_TRTLLM_EXTRA = 1500
 GEN_TRTLLM_BLOCK = 32  # tokens_per_block the benchmark rule rounds max_num_tokens up to
 TRTLLM_CHUNKED = False  # enable_chunked_prefill of the generated TensorRT-LLM workers
+GEN_SGLANG_FROM = (0, 5, 6)  # the first SGLang release the generator launched with its rules
+GEN_SGLANG_EXTRA = 1500  # max_prefill_tokens = isl + this
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """The leading numeric fields of an engine version ("0.5.6.post2" -> (0, 5, 6))."""
+    out = []
+    for part in version.split("."):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def generator_sglang_launch(version: str, input_tokens: int) -> Launch:
+    """The policy of aiconfigurator's generated SGLang worker (above) for a row of `version`;
+    SGLang's defaults for releases before `GEN_SGLANG_FROM` or an unknown version."""
+    release = _release(version)
+    if not release or release < GEN_SGLANG_FROM:
+        return Launch()
+    return Launch(policy={"mixed_chunk": True, "max_prefill_tokens": int(input_tokens) + GEN_SGLANG_EXTRA})
+
+
 def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int) -> int:
     """The token budget per iteration of the engine that measured a row: aiconfigurator's
     generated vLLM and TensorRT-LLM limits (above) on its rows, else `CHUNK_TOKENS`."""
@@ -109,10 +140,13 @@ def generator_limits(tool: str, engine: str, concurrency: int, input_tokens: int
 
 def row_launch(r, tool: str, engine: str) -> Launch:
     """How the row's engine was launched where the sample does not say: InferenceX's
-    TensorRT-LLM and SGLang scripts (solver/accuracy/inferencex.py); nothing known otherwise."""
+    TensorRT-LLM and SGLang scripts (solver/accuracy/inferencex.py), aiconfigurator's generated
+    SGLang workers (`generator_sglang_launch`); nothing known otherwise."""
+    i, version, measured = r.ints, (r.raw.get("engine_version") or "").strip(), (r.raw.get("measured") or "").strip()
+    if tool == "aiconfigurator" and engine == "sglang":
+        return generator_sglang_launch(version, i["input_tokens"])
     if tool != "inferencex" or engine not in ("trtllm", "sglang"):
         return Launch()
-    i, version, measured = r.ints, (r.raw.get("engine_version") or "").strip(), (r.raw.get("measured") or "").strip()
     if engine == "sglang":
         return sglang_launch(r.model, r.hardware, r.precision, measured, i["input_tokens"], i["output_tokens"],
                              i["concurrency"], i["tp"])

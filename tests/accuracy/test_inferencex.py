@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from solver.accuracy.inferencex import ADP_BALANCE, Launch, sglang_launch, trtllm_launch
-from solver.accuracy.replay_rows import replay_row, row_launch
+from solver.accuracy.measured import benchmark_tool
+from solver.accuracy.replay_rows import generator_sglang_launch, replay_row, row_launch
 from solver.accuracy.validate import parse_measured
 from solver.replay.instance import InstancePlan
 from tests.accuracy.test_replay_rows import fixed_steps
@@ -66,6 +67,23 @@ def test_rows_take_their_launch_only_from_inferencex_trtllm():
     _, rows = parse_measured("<rows>", text)
     launches = [row_launch(r, tool, r.engine) for r, tool in zip(rows, ("inferencex", "inferencex", "aiconfigurator"))]
     assert launches == [Launch(16384, {"chunked": False, **WAIT_70B}), Launch(), Launch()]
+
+
+def test_generated_sglang_workers_mix_chunks_from_dynamo_08_releases():
+    # aiconfigurator's generator: --enable-mixed-chunk and --max-prefill-tokens isl + 1500 for
+    # SGLang 0.5.6.post2 (Dynamo 0.8) and later; SGLang's defaults for earlier releases, an
+    # unknown version, and the InferenceX rows of any release
+    head = ("model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,"
+            "engine,source_id,engine_version\n")
+    text = head + "".join(
+        f"llama-3.1-8b,h200-sxm,fp8,colocated,2000,100,64,1,1,1,1,300,20,sglang,{sid},{version}\n"
+        for sid, version in (("gap_a", "0.5.6.post2"), ("gap_b", "0.5.8.post1"), ("gap_c", "0.5.10"),
+                             ("gap_d", "0.5.1.post1"), ("gap_e", ""), ("2026_04_06_llama_c64", "0.5.9")))
+    _, rows = parse_measured("<rows>", text)
+    launches = [row_launch(r, benchmark_tool(r.raw), r.engine) for r in rows]
+    mixed = Launch(policy={"mixed_chunk": True, "max_prefill_tokens": 3500})
+    assert launches == [mixed, mixed, mixed, Launch(), Launch(), Launch()]
+    assert generator_sglang_launch("0.5.6.post2", 1000).policy["max_prefill_tokens"] == 2500
 
 
 def test_batch_waiting_delays_first_tokens_only_beside_running_decodes():

@@ -109,6 +109,44 @@ def test_sglang_prefill_first():
     assert [(s.id, c) for s, c in batch.prefill] == [(2, 808)]
 
 
+def test_sglang_mixed_chunk_decodes_inside_both_token_limits():
+    # --enable-mixed-chunk: the prefill batch carries the 2 decoders' tokens, which come out of
+    # chunked_prefill_size (8192 - 2 = 8190) and max_prefill_tokens (5000 - 2 = 4998): the
+    # first prompt (3000) is added whole, the second (6000) is at least the 1998 left under
+    # max_prefill_tokens with the batch not empty, so the batch closes (AddReqResult.OTHER)
+    policy = SglangScheduler(64, 8192, max_prefill_tokens=5000, mixed_chunk=True)
+    inst = instance(policy, blocks=100_000)
+    _table(inst, 4)
+    _decoder(inst, 0, 100, 50)
+    _decoder(inst, 1, 100, 50)
+    _waiting(inst, 2, 3000, 50)
+    _waiting(inst, 3, 6000, 50)
+    batch = policy.schedule(inst)
+    assert batch.decode and inst.kv.n_dec == 2
+    assert [(s.id, c) for s, c in batch.prefill] == [(2, 3000)]
+    _prefilled(inst, batch)
+    # next loop, 3 decoders: the 6000-token prompt is first in its batch, so max_prefill_tokens
+    # does not hold it; it is chunked to 8192 - 3 = 8189 >= 6000: whole
+    batch = policy.schedule(inst)
+    assert batch.decode and [(s.id, c) for s, c in batch.prefill] == [(3, 6000)]
+
+
+def test_sglang_max_prefill_tokens_caps_a_prefill_batch_without_mixing():
+    # SGLang's default max_prefill_tokens (16384) under a larger chunked_prefill_size (32768,
+    # as InferenceX launches DeepSeek-R1): 10000 + 6000 fit; the third prompt (1000) is at
+    # least the 384 left, so it waits; the decoder does not step (no mixing by default)
+    policy = SglangScheduler(64, 32768)
+    assert policy.max_prefill_tokens == 16384 and not policy.mixed_chunk
+    inst = instance(policy, blocks=100_000)
+    _table(inst, 4)
+    _decoder(inst, 0, 100, 50)
+    for rid, prompt in ((1, 10000), (2, 6000), (3, 1000)):
+        _waiting(inst, rid, prompt, 50)
+    batch = policy.schedule(inst)
+    assert not batch.decode
+    assert [(s.id, c) for s, c in batch.prefill] == [(1, 10000), (2, 6000)]
+
+
 def test_sglang_receive_interval_holds_arrivals_for_decode_iterations():
     # --scheduler-recv-interval 3: the first schedule (no batch before: idle) receives; while
     # it only decodes, a new arrival is taken after 3 decode iterations since that receive

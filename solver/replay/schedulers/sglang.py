@@ -4,11 +4,16 @@
 
 Followed:
 - prefill first: when requests wait and some fit, the iteration is a prefill batch of them
-  alone (decoding requests wait that iteration; mixing is off by default,
-  `--enable-mixed-chunk`); otherwise every running request decodes;
+  alone (decoding requests wait that iteration); otherwise every running request decodes. With
+  `--enable-mixed-chunk` (off by default; `mixed_chunk`) the prefill batch also carries one
+  decode token of every running request (`mix_with_running`), and those tokens come out of
+  both token limits below (PrefillAdder's `mixed_with_decode_tokens` = the running batch size);
 - a prefill batch takes the request being chunked first, then waiting requests FCFS while its
   tokens stay within `chunked_prefill_size` (the last admitted one is chunked to fit) and fewer
-  than `max_running_requests` run;
+  than `max_running_requests` run; `--max-prefill-tokens` (default 16384) caps the batch's
+  prompt tokens too: a waiting request of at least the tokens left under it is not added unless
+  the batch is still empty (`AddReqResult.OTHER`), and the batch closes once either limit is
+  spent (`budget_state`);
 - admission by reserved tokens (`PrefillAdder.rem_total_tokens`): free KV tokens minus, for
   each running request, min(max_new_tokens - generated, 4096) x new_token_ratio, minus for each
   request admitted in this batch its prompt + min(max_new_tokens, 4096); a request is admitted
@@ -51,9 +56,12 @@ class SglangScheduler(Policy):
 
     def __init__(self, max_running_requests: int = 1024, chunked_prefill_size: int = 8192,
                  block_tokens: int = 1, init_new_token_ratio: float = 0.7,
-                 min_new_token_ratio_factor: float = 0.14, decay_steps: float = 600.0) -> None:
+                 min_new_token_ratio_factor: float = 0.14, decay_steps: float = 600.0,
+                 max_prefill_tokens: int = 16384, mixed_chunk: bool = False) -> None:
         self.max_seqs = int(max_running_requests)
         self.max_tokens = int(chunked_prefill_size)
+        self.max_prefill_tokens = int(max_prefill_tokens)
+        self.mixed_chunk = bool(mixed_chunk)
         self.block_tokens = int(block_tokens)
         self.init_ratio = float(init_new_token_ratio)
         self.min_ratio = min(self.init_ratio * min_new_token_ratio_factor, 1.0)
@@ -95,11 +103,13 @@ class SglangScheduler(Policy):
 
     def _choose(self, inst) -> Batch:
         batch = Batch()
+        kv = inst.kv
         if inst.prefilling or (inst.waiting and self._received(inst.waiting[0])):
             self._prefill(inst, batch)
+            if batch.prefill and self.mixed_chunk and kv.n_dec and kv.dec_fits():
+                batch.decode = True  # mix_with_running
             if batch.prefill or batch.decode:
                 return batch
-        kv = inst.kv
         if kv.n_dec and not kv.dec_fits():
             self._retract(inst, batch)
         batch.decode = kv.n_dec > 0
@@ -108,20 +118,24 @@ class SglangScheduler(Policy):
 
     def _prefill(self, inst, batch: Batch) -> None:
         kv, bt = inst.kv, inst.kv.block_tokens
-        budget = self.max_tokens
+        mixed = kv.n_dec if self.mixed_chunk else 0  # mixed_with_decode_tokens
+        budget = self.max_tokens - mixed  # rem_chunk_tokens
+        prompt_left = self.max_prefill_tokens - mixed  # rem_input_tokens
         for seq in list(inst.prefilling):  # the request being chunked goes first
             new = min(seq.target - seq.computed, budget)
             if new > 0 and kv.grow(seq, seq.computed + new):
                 batch.prefill.append((seq, new))
                 budget -= new
+                prompt_left -= new
         rem = kv.free * bt - self._reserved_tokens(inst)
         waiting = inst.waiting
-        while waiting and budget > 0 and len(inst.running) < self.max_seqs and self._received(waiting[0]):
+        while (waiting and budget > 0 and prompt_left > 0 and len(inst.running) < self.max_seqs
+               and self._received(waiting[0])):
             seq = waiting[0]
             inst.lookup(seq)
             need = seq.target - seq.computed
             new_max = min(seq.output - seq.generated, CLIP_MAX_NEW)
-            if need + new_max > rem:
+            if need + new_max > rem or (need >= prompt_left and batch.prefill):
                 break
             new = min(need, budget)
             if not kv.grow(seq, seq.computed + new):
@@ -134,6 +148,7 @@ class SglangScheduler(Policy):
             else:
                 batch.prefill.append((seq, new))
             budget -= new
+            prompt_left -= new
 
     def _retract(self, inst, batch: Batch) -> None:
         kv = inst.kv
