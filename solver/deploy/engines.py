@@ -118,6 +118,12 @@ def vllm_args(f: PoolFacts) -> list[Arg]:
     return out
 
 
+# SGLang's default --max-prefill-tokens (python/sglang/srt/server_args.py `max_prefill_tokens: int =
+# 16384`): a prefill batch's prompt tokens stop there whatever --chunked-prefill-size allows
+# (PrefillAdder; the replay's copy of the rule: solver/replay/schedulers/sglang.py)
+SGLANG_MAX_PREFILL_TOKENS = 16384
+
+
 def sglang_args(f: PoolFacts, node_rank: str = "${NODE_RANK}", leader: str = "${LEADER_ADDRESS}") -> list[Arg]:
     p = f.pool
     out = [Arg("--tp-size", str(p.tp * p.dp), f"{f.at('tp')} x {f.at('dp')} (SGLang's tp is the world size)")]
@@ -128,6 +134,9 @@ def sglang_args(f: PoolFacts, node_rank: str = "${NODE_RANK}", leader: str = "${
     tokens = prefill_tokens(f)
     if tokens is not None:
         out.append(Arg("--chunked-prefill-size", str(tokens[0]), tokens[1]))
+        if tokens[0] > SGLANG_MAX_PREFILL_TOKENS:  # else the default caps the pass below the plan's
+            out.append(Arg("--max-prefill-tokens", str(tokens[0]),
+                           f"{tokens[1]}: above SGLang's default {SGLANG_MAX_PREFILL_TOKENS} prompt tokens per batch"))
     out += _quant(f, "sglang")
     if p.role != "colocated":
         out.append(Arg("--disaggregation-mode", p.role, f.at("role")))

@@ -69,7 +69,7 @@ SGLANG = Tool(
     flags={f: "" for f in (
         "--model-path", "--host", "--port", "--tp-size", "--pp-size", "--dp-size", "--ep-size",
         "--enable-dp-attention", "--max-running-requests", "--chunked-prefill-size",
-        "--kv-cache-dtype", "--quantization", "--dtype", "--nnodes", "--node-rank",
+        "--max-prefill-tokens", "--kv-cache-dtype", "--quantization", "--dtype", "--nnodes", "--node-rank",
         "--dist-init-addr", "--disaggregation-mode", "--disaggregation-transfer-backend",
         "--served-model-name",
     )},

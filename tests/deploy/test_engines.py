@@ -70,6 +70,17 @@ def test_sglang_world_size_and_disaggregation(facts):
     assert big[big.index("--chunked-prefill-size") + 1] == "4096"
 
 
+def test_sglang_pass_above_its_default_prompt_cap_sets_max_prefill_tokens(facts):
+    # the prefill pool's pass, batch 4 x p99 prompt 8000 = 32000 tokens, is above SGLang's
+    # default --max-prefill-tokens (16384), which would otherwise stop each batch there
+    args = sglang_args(facts[1])
+    flat = argv(args)
+    assert flat[flat.index("--chunked-prefill-size") + 1] == "32000"
+    assert flat[flat.index("--max-prefill-tokens") + 1] == "32000"
+    assert "16384" in {a.flag: a.where for a in args}["--max-prefill-tokens"]
+    assert "--max-prefill-tokens" not in argv(sglang_args(facts[3]))  # 4096: the default holds
+
+
 def test_moe_pool_maps_expert_and_data_parallel(tmp_path):
     def moe(doc):
         doc["services"][0]["pools"][0].update(tp=2, dp=4, ep=8, devices_per_instance=8, devices=24)

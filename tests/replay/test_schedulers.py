@@ -137,6 +137,9 @@ def test_sglang_max_prefill_tokens_caps_a_prefill_batch_without_mixing():
     # least the 384 left, so it waits; the decoder does not step (no mixing by default)
     policy = SglangScheduler(64, 32768)
     assert policy.max_prefill_tokens == 16384 and not policy.mixed_chunk
+    planned = make_policy("sglang", 64, 32768)  # a plan's budget is launched as both flags
+    assert (planned.max_tokens, planned.max_prefill_tokens) == (32768, 32768)
+    assert make_policy("sglang", 64, 4096).max_prefill_tokens == 16384
     inst = instance(policy, blocks=100_000)
     _table(inst, 4)
     _decoder(inst, 0, 100, 50)

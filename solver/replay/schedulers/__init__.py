@@ -23,7 +23,7 @@ def make_policy(engine: str, batch: int | None = None, chunk: int | None = None,
     if batch is not None:
         policy.max_seqs = int(batch)
     if chunk is not None:
-        policy.max_tokens = int(chunk)
+        policy.plan_budget(int(chunk))
     return policy
 
 

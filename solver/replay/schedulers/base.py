@@ -82,6 +82,11 @@ class Policy:
     def schedule(self, inst) -> Batch:  # pragma: no cover - every engine defines it
         raise NotImplementedError
 
+    def plan_budget(self, tokens: int) -> None:
+        """A plan's token budget per iteration, as `fleetplan deploy` launches it
+        (solver/deploy/engines.py): the engine's per-iteration token limit."""
+        self.max_tokens = int(tokens)
+
     def stretch_limit(self, inst) -> int:
         """Pure decode steps the policy would repeat unchanged (no finish, no KV shortage)."""
         return 1 << 30

@@ -48,6 +48,7 @@ from __future__ import annotations
 from solver.replay.schedulers.base import Batch, Policy, Seq
 
 CLIP_MAX_NEW = 4096  # CLIP_MAX_NEW_TOKENS_ESTIMATION
+MAX_PREFILL_TOKENS = 16384  # --max-prefill-tokens default (server_args.py `max_prefill_tokens`)
 RETRACT_STEPS = 20  # global_config.retract_decode_steps
 
 
@@ -57,7 +58,7 @@ class SglangScheduler(Policy):
     def __init__(self, max_running_requests: int = 1024, chunked_prefill_size: int = 8192,
                  block_tokens: int = 1, init_new_token_ratio: float = 0.7,
                  min_new_token_ratio_factor: float = 0.14, decay_steps: float = 600.0,
-                 max_prefill_tokens: int = 16384, mixed_chunk: bool = False) -> None:
+                 max_prefill_tokens: int = MAX_PREFILL_TOKENS, mixed_chunk: bool = False) -> None:
         self.max_seqs = int(max_running_requests)
         self.max_tokens = int(chunked_prefill_size)
         self.max_prefill_tokens = int(max_prefill_tokens)
@@ -70,6 +71,12 @@ class SglangScheduler(Policy):
         self.recv_interval = 1  # --scheduler-recv-interval (module docstring)
         self._recv_count = 0  # the skipper's counter since the last receive
         self._last: tuple[str, int] | None = None  # (kind of the batch last scheduled, iteration)
+
+    def plan_budget(self, tokens: int) -> None:
+        """A planned budget is launched as `--chunked-prefill-size` and, above the default cap,
+        `--max-prefill-tokens` alike (solver/deploy/engines.py `sglang_args`)."""
+        self.max_tokens = int(tokens)
+        self.max_prefill_tokens = max(self.max_prefill_tokens, int(tokens))
 
     def _receive(self, inst) -> None:
         """`SchedulerRecvSkipper.handle` at this loop: mark the waiting requests received (`seen`)
