@@ -42,8 +42,9 @@ from 2025-09-28 to the rows' last date, 2026-03-25, alike):
   (from 1d29967c, 2026-01-13) interval 10, 32 running, chunks of 8192;
 - H200 fp8 (dsr1_fp8_h200_slurm.sh, later single_node/dsr1_fp8_h200.sh): no receive interval,
   `--max-running-requests` 512 at 1k/1k (256 otherwise), `--chunked-prefill-size 32768`;
-- none passes `--max-prefill-tokens`: SGLang's default (16384) caps each prefill batch's prompt
-  tokens below the larger chunk sizes.
+- each passes `--max-prefill-tokens` equal to its chunk size (the B200 fp4 one none: SGLang's
+  default, 16384, is its chunk size), which is how the replay takes a launch's token budget
+  (solver/replay/schedulers/sglang.py `plan_budget`).
 
 The settings are the engine policies' attributes (solver/replay/schedulers/trtllm.py and
 sglang.py document what each does).
@@ -52,8 +53,6 @@ sglang.py document what each does).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-from solver.replay.schedulers.sglang import MAX_PREFILL_TOKENS
 
 ADP_BALANCE = {"adp_balance": True, "adp_batching_wait_iters": 0, "adp_timeout_iters": 60}
 LLAMA_70B_TOKENS = 16384
@@ -106,14 +105,13 @@ def sglang_launch(model: str, hardware: str, precision: str, measured: str, isl:
     """The launch of one InferenceX SGLang row (module docstring)."""
     if model != "deepseek-v3":
         return Launch()
-    cap = {"max_prefill_tokens": MAX_PREFILL_TOKENS}  # no script passes --max-prefill-tokens
-    recv = {"recv_interval": 30 if concurrency >= 16 else 10, **cap}
+    recv = {"recv_interval": 30 if concurrency >= 16 else 10}
     if (hardware, precision) == ("b200", "fp4"):
         return Launch(16384, recv, 256)
     if (hardware, precision) == ("b200", "fp8"):
         if tp == 4:
-            return Launch(8192, {"recv_interval": 10, **cap}, 32)
+            return Launch(8192, {"recv_interval": 10}, 32)
         return Launch(32768, recv, 128)
     if (hardware, precision) == ("h200-sxm", "fp8"):
-        return Launch(32768, cap, 512 if isl == 1024 and osl == 1024 else 256)
+        return Launch(32768, {}, 512 if isl == 1024 and osl == 1024 else 256)
     return Launch()

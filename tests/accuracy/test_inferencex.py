@@ -12,7 +12,6 @@ from solver.replay.instance import InstancePlan
 from tests.accuracy.test_replay_rows import fixed_steps
 
 WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
-CAP = {"max_prefill_tokens": 16384}
 
 
 @pytest.mark.parametrize("args, tokens, policy", [
@@ -45,15 +44,14 @@ def test_launch_per_script(args, tokens, policy):
 
 @pytest.mark.parametrize("args, launch", [
     # B200 fp4: receive every 30 decode iterations from 16 clients (10 below), 256 running
-    (("deepseek-v3", "b200", "fp4", "2026-03-25", 1024, 1024, 16, 8), Launch(16384, {"recv_interval": 30, **CAP}, 256)),
-    (("deepseek-v3", "b200", "fp4", "2025-11-10", 8192, 1024, 8, 4), Launch(16384, {"recv_interval": 10, **CAP}, 256)),
+    (("deepseek-v3", "b200", "fp4", "2026-03-25", 1024, 1024, 16, 8), Launch(16384, {"recv_interval": 30}, 256)),
+    (("deepseek-v3", "b200", "fp4", "2025-11-10", 8192, 1024, 8, 4), Launch(16384, {"recv_interval": 10}, 256)),
     # B200 fp8: 128 running at TP 8, 32 at TP 4 (interval 10 there)
-    (("deepseek-v3", "b200", "fp8", "2026-03-25", 1024, 1024, 512, 8), Launch(32768, {"recv_interval": 30, **CAP}, 128)),
-    (("deepseek-v3", "b200", "fp8", "2026-03-25", 8192, 1024, 32, 4), Launch(8192, {"recv_interval": 10, **CAP}, 32)),
-    # H200 fp8: no receive interval; 512 running at 1k/1k, 256 otherwise. No script passes
-    # --max-prefill-tokens: SGLang's default 16384 (CAP) holds under every chunk size
-    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 1024, 1024, 64, 8), Launch(32768, CAP, 512)),
-    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 8192, 1024, 64, 8), Launch(32768, CAP, 256)),
+    (("deepseek-v3", "b200", "fp8", "2026-03-25", 1024, 1024, 512, 8), Launch(32768, {"recv_interval": 30}, 128)),
+    (("deepseek-v3", "b200", "fp8", "2026-03-25", 8192, 1024, 32, 4), Launch(8192, {"recv_interval": 10}, 32)),
+    # H200 fp8: no receive interval; 512 running at 1k/1k, 256 otherwise
+    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 1024, 1024, 64, 8), Launch(32768, {}, 512)),
+    (("deepseek-v3", "h200-sxm", "fp8", "2026-03-25", 8192, 1024, 64, 8), Launch(32768, {}, 256)),
     (("qwen3-235b-a22b", "h200-sxm", "fp8", "2026-03-25", 1024, 1024, 64, 8), Launch()),
 ])
 def test_sglang_launch_per_script(args, launch):
