@@ -53,8 +53,11 @@ def table(rows, cf: tuple, rp: tuple) -> str:
         groups[(r.hardware, "all", "all", "all")].append(k)
     out = ["| system | engine | mode | models | rows | TTFT closed-form | TTFT replay | TPOT closed-form | TPOT replay |",
            "|---|---|---|---|---:|---:|---:|---:|---:|"]
+    done = np.isfinite(rp[0])  # rows validate cannot predict (solver/accuracy/validate.py) count in none
     for key in sorted(groups, key=lambda k: (k[0], k[1] == "all", k)):
-        i = np.array(groups[key])
+        i = np.array([k for k in groups[key] if done[k]])
+        if not len(i):
+            continue
         fit = " (fitted)" if key[0] == FIT_HARDWARE else ""
         cells = [_med(p[0][i], meas[0][i]) for p in (cf, rp)] + [_med(p[1][i], meas[1][i]) for p in (cf, rp)]
         out.append(f"| {key[0]}{fit} | {key[1]} | {key[2]} | {key[3]} | {len(i)} | "
@@ -140,7 +143,9 @@ def main() -> None:
     slowdown = None if a.slowdown == "calibrated" else float(a.slowdown)
     rp = replay_rows(str(a.csv), rows, statistic=a.statistic, slowdown=slowdown)
     wall = time.perf_counter() - t0
-    text = (f"{len(rows)} rows of {a.csv.name}; replay ({a.statistic} over requests, mixed-batch slowdown "
+    skipped = int((~np.isfinite(rp[0])).sum())
+    text = (f"{len(rows)} rows of {a.csv.name} ({skipped} not predicted: speculative decoding at an "
+            f"unrecorded acceptance rate, or no request finished); replay ({a.statistic} over requests, mixed-batch slowdown "
             f"{a.slowdown}): {wall:.0f} s wall\n\n" + table(rows, cf, rp))
     if a.before:
         text += f"\nBefore ({a.before.name}) and now:\n\n" + before_after(a.before.read_text(), text)

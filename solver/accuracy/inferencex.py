@@ -25,6 +25,20 @@ SemiAnalysisAI/InferenceX:
 - Every DeepSeek-R1 script with attention DP (dsr1_fp8_h200_trt.sh since c93f6ac8, 2025-09-17,
   and the B200 fp8/fp4 ones): `attention_dp_config: {enable_balance: true,
   batching_wait_iters: 0, timeout_iters: 60}`.
+- DeepSeek-R1 on B200 in the TensorRT-LLM 1.2.0rc6.post3 container: the MTP scripts'
+  rows. InferenceX ran its MTP configurations (dsr1-fp8-b200-trt-mtp, dsr1-fp4-b200-trt-mtp) in
+  release:1.2.0rc6.post3 and the others in release:1.2.0rc6.post2 (perf-changelog.yaml: PR 642
+  "Upgrade ... from release:1.1.0rc2.post2 to release:1.2.0rc6.post3" for dsr1-fp4-b200-trt-mtp;
+  PRs 1488 and 1489 "off: v1.2.0rc6.post2 / mtp: v1.2.0rc6.post3"). Their scripts
+  (SemiAnalysisAI/InferenceX/benchmarks/dsr1_fp8_b200_trt_mtp.sh at 5d517074, PR 632, 2026-02-05, and
+  dsr1_fp4_b200_trt_mtp.sh at 0aae52d4, PR 642, 2026-02-06: the rows' dates) run
+  `speculative_config: {decoding_type: MTP, num_nextn_predict_layers: 3}` (1 with attention DP),
+  `--max_batch_size` = C (with attention DP, per rank: C / 8 for fp8, C / 4 for fp4, C itself
+  below 8 or 4) and `--max_num_tokens` = ((MTP + 1) x max_batch_size + ISL + 64) rounded up to
+  a multiple of 64, no delay batching and no 8192 floor. The acceptance rate of those runs is
+  not recorded anywhere (the benchmark sends random tokens through the chat template, which
+  InferenceX later found "tank spec-decode acceptance": .claude/commands/add-model-hardware.md at
+  843c6254), so `validate` reports them as not predicted unless a `speculative` column gives it.
 - None of them sets `enable_chunked_prefill` (in the extra options or on the command line), so
   every row ran without context chunking (TensorRT-LLM's default, `enable_chunked_prefill:
   bool = False` in tensorrt_llm/llmapi/llm_args.py): a context waits until it fits whole (the
@@ -61,6 +75,9 @@ DSR1_B200_FP8_WAIT = {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_rat
 DSR1_B200_FP8_VERSION = "1.2.0rc6"  # the container PR 594 moved dsr1_fp8_b200_trt.sh to
 DSR1_FLOOR_FROM = "2026-01-21"  # 64af5a77: max_num_tokens at least DSR1_FLOOR_TOKENS
 DSR1_FLOOR_TOKENS = 8192
+DSR1_B200_MTP_VERSION = "1.2.0rc6.post3"  # the container of InferenceX's B200 MTP configurations
+DSR1_B200_MTP = 3  # num_nextn_predict_layers of those scripts (1 with attention DP)
+DSR1_B200_MTP_ADP_SHARE = {"fp8": 8, "fp4": 4}  # per-rank max_batch_size = C / this under ADP
 
 
 @dataclass(frozen=True)
@@ -71,6 +88,7 @@ class Launch:
     max_num_tokens: int | None = None
     policy: dict[str, object] = field(default_factory=dict)
     max_seqs: int | None = None
+    speculation: tuple[str, int] | None = None  # (method, tokens drafted per step) the script ran
 
 
 def _round_up(n: int, to: int) -> int:
@@ -91,6 +109,8 @@ def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str
         return Launch(LLAMA_70B_TOKENS, policy)
     if model != "deepseek-v3":
         return Launch(None, policy)
+    if hardware == "b200" and engine_version == DSR1_B200_MTP_VERSION and precision in DSR1_B200_MTP_ADP_SHARE:
+        return _b200_mtp_launch(precision, isl, concurrency, dp, policy)
     tokens = _round_up(concurrency + isl + 64, 64)
     if measured >= DSR1_FLOOR_FROM:
         tokens = max(tokens, DSR1_FLOOR_TOKENS)
@@ -98,6 +118,17 @@ def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str
         if one_k and concurrency >= 64 and dp == 1:
             policy.update(DSR1_B200_FP8_WAIT)
     return Launch(tokens * dp, policy)
+
+
+def _b200_mtp_launch(precision: str, isl: int, concurrency: int, dp: int, policy: dict[str, object]) -> Launch:
+    """InferenceX's B200 DeepSeek-R1 MTP scripts (module docstring): per-rank batch and token
+    budget, the instance (every rank) holding dp times each."""
+    share = DSR1_B200_MTP_ADP_SHARE[precision]
+    mtp, batch = DSR1_B200_MTP, concurrency
+    if dp > 1:
+        mtp, batch = 1, concurrency if concurrency < share else concurrency // share
+    tokens = _round_up((mtp + 1) * batch + isl + 64, 64)
+    return Launch(tokens * dp, policy, batch * dp, ("mtp", mtp))
 
 
 def sglang_launch(model: str, hardware: str, precision: str, measured: str, isl: int, osl: int,

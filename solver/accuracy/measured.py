@@ -7,13 +7,16 @@ import csv
 import io
 import math
 import re
+import typing
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 import numpy as np
 
 from solver.accuracy.readers.common import MAX_LITERAL, shown
 from solver.errors import InputError
+from solver.schema.speculative import MAX_SPEC_TOKENS, Speculative
 from solver.schema.validation import ErrorStats, GroupStats, ValidationReport, ValidationRow
 
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -81,6 +84,56 @@ def fp8_scaling(raw: dict[str, str], tool: str, card_default: str) -> str:
 
 Bad = Callable[[str, str], InputError]
 
+SPEC_METHODS = typing.get_args(Speculative.model_fields["method"].annotation)
+MAX_SPEC_TEXT = 600  # METHOD:K:A:DRAFT, a draft model's card name or path of at most 500
+
+
+@dataclass(frozen=True)
+class RowSpeculation:
+    """The speculative decoding a measured row ran: its method, the tokens drafted per step and,
+    where the row records it, the acceptance rate (`spec`). The rate belongs to the traffic and
+    the proposer, not to the engine, and the row's TPOT turns on it, so a row without it cannot
+    be predicted (`validate` reports it as not predicted, with the reason)."""
+
+    method: str
+    tokens: int
+    spec: Speculative | None = None
+    source: str = "the row's speculative column"
+
+    @property
+    def label(self) -> str:
+        return self.spec.label if self.spec is not None else f"{self.method}:{self.tokens}"
+
+    def unpredictable(self) -> str | None:
+        """Why the row cannot be predicted (no acceptance rate), or None."""
+        if self.spec is not None:
+            return None
+        return (f"ran speculative decoding {self.label} ({self.source}) at an acceptance rate the row does not "
+                f"record; give it as METHOD:K:A in a speculative column")
+
+
+def row_speculation(raw: dict, bad: Bad) -> RowSpeculation | None:
+    """A row's `speculative` column: empty (none), METHOD:K (ran it, acceptance not recorded) or
+    METHOD:K:A[:DRAFT] as `estimate --speculative` reads it (solver/schema/speculative.py)."""
+    text = (raw.get("speculative") or "").strip()
+    if not text:
+        return None
+    if len(text) > MAX_SPEC_TEXT:
+        raise bad("speculative", f"expected METHOD:K[:A[:DRAFT]] of at most {MAX_SPEC_TEXT} characters")
+    parts = text.split(":")
+    if len(parts) == 2:
+        method, k = parts
+        if method not in SPEC_METHODS:
+            raise bad("speculative", f"method must be one of {', '.join(SPEC_METHODS)}")
+        if not k.isdigit() or not 1 <= int(k) <= MAX_SPEC_TOKENS:
+            raise bad("speculative", f"K (tokens drafted per step) must be a whole number in 1..{MAX_SPEC_TOKENS}")
+        return RowSpeculation(method, int(k))
+    try:
+        spec = Speculative.from_spec(text)
+    except ValueError as exc:
+        raise bad("speculative", str(exc)) from None
+    return RowSpeculation(spec.method, spec.tokens, spec)
+
 
 def csv_records(path: str, text: str, required: list[str]) -> tuple[list[str], Iterator[tuple[int, dict, Bad]]]:
     """The header and, per data row, (line, raw values, bad(field, why) -> InputError naming
@@ -139,7 +192,9 @@ def milliseconds(raw: dict, columns: tuple[str, ...], bad: Bad) -> list[float]:
 
 
 def error_stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
-    err = (pred - meas) / meas * 100.0
+    """Over the rows with a prediction (a nan prediction is a row not predicted)."""
+    ok = np.isfinite(pred)
+    err = (pred[ok] - meas[ok]) / meas[ok] * 100.0
     return ErrorStats(
         rows=int(err.size),
         median_abs_pct=round(float(np.median(np.abs(err))), 3),
@@ -152,10 +207,17 @@ def error_stats(pred: np.ndarray, meas: np.ndarray) -> ErrorStats:
 def build_report(path: str, header: list[str], out_rows: list[ValidationRow], keys: list[tuple[str, str, str]],
                  pred: tuple[np.ndarray, np.ndarray], meas: tuple[np.ndarray, np.ndarray]) -> ValidationReport:
     """The report of predicted against measured (ttft, tpot) per row, grouped by `keys`
-    (hardware, model, engine) per row."""
+    (hardware, model, engine) per row; rows not predicted (nan, their reason in the row) count
+    in no group, and a group of none is left out."""
     groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    done = np.isfinite(pred[0]) & np.isfinite(pred[1])
     for k, key in enumerate(keys):
-        groups[key].append(k)
+        if done[k]:
+            groups[key].append(k)
+    if not done.any():
+        first = next((r for r in out_rows if r.not_predicted), out_rows[0])
+        raise InputError(f"{path}:{first.line}: no row could be predicted ({first.not_predicted or 'no prediction'})")
+    pred = (np.where(done, pred[0], np.nan), np.where(done, pred[1], np.nan))
     group_stats = [
         GroupStats(hardware=h, model=m, engine=e, ttft=error_stats(pred[0][idx], meas[0][idx]),
                    tpot=error_stats(pred[1][idx], meas[1][idx]))

@@ -35,6 +35,10 @@ limits sized to the benchmark (`generator_limits`).
 The instance's KV blocks are the memory model's (`solver/replay/kv.py` `KVCache.for_plan`);
 only where that leaves less than one client's full context (the row was measured, so the
 engine held at least one) does the replay give it every client's.
+A row that ran speculative decoding (its `speculative` column, else its launch script's
+`Launch.speculation`: `launch_speculation`) is replayed with the speculating step times of
+solver/replay/speculation.py at the row's acceptance rate; without a recorded rate it is not
+predicted (nan; solver/accuracy/validate.py reports why).
 The engine's `request_overhead_ms` is added to each TTFT (a per-request cost outside the
 iterations: tokenisation, scheduling, detokenisation of the first token, as the closed form
 adds it); the wave-size law of `solver/perf/closed_loop.py` is not used (the harness is
@@ -50,12 +54,13 @@ from typing import Callable, Literal
 import numpy as np
 
 from solver.accuracy.inferencex import Launch, sglang_launch, trtllm_launch
-from solver.accuracy.measured import benchmark_tool, fp8_scaling, kv_precision
+from solver.accuracy.measured import RowSpeculation, benchmark_tool, fp8_scaling, kv_precision
 from solver.catalog import shipped
 from solver.catalog.calibration import engine_params
 from solver.errors import InputError
 from solver.perf.arch import ModelArch
 from solver.perf.operators.tables import measured_tables
+from solver.perf.speculative import Speculation
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.replay import metrics
 from solver.replay.instance import InstancePlan
@@ -63,8 +68,10 @@ from solver.replay.kv import KVCache
 from solver.replay.loop import run
 from solver.replay.schedulers import make_policy
 from solver.replay.sources.harness import BENCHMARKS, benchmark_source
+from solver.replay.speculation import speculating
 from solver.replay.steptime import Limits, StepTimes
 from solver.schema.engine import EngineParams
+from solver.schema.speculative import Speculative
 
 # vLLM's default max_num_batched_tokens for the OpenAI server on >= 70 GiB GPUs
 # (vllm/engine/arg_utils.py `_set_default_args`), also TensorRT-LLM's default max_num_tokens
@@ -154,6 +161,31 @@ def row_launch(r, tool: str, engine: str) -> Launch:
                          i["output_tokens"], i["concurrency"], i["tp"], i["dp"])
 
 
+def launch_speculation(r) -> RowSpeculation | None:
+    """The speculative decoding the row's own column or, without one, its launch script ran
+    (`row_launch`; the script records no acceptance rate)."""
+    if r.speculation is not None:
+        return r.speculation
+    tool = benchmark_tool(r.raw)
+    ran = row_launch(r, tool, r.engine or DEFAULT_ENGINE).speculation
+    if ran is None:
+        return None
+    return RowSpeculation(*ran, source=f"its {tool} launch script: solver/accuracy/inferencex.py")
+
+
+def _speculation(path: str, r, spec: Speculative | None) -> Speculation | None:
+    """The performance model's speculation of a row's `spec` (its draft model's card resolved)."""
+    if spec is None:
+        return None
+    if spec.method != "draft" or spec.draft_model is None:
+        return Speculation.of(spec)
+    try:
+        draft = shipped.model_card(spec.draft_model)
+    except InputError as exc:
+        raise InputError(f"{path}:{r.line}: speculative: {exc}") from None
+    return Speculation.of(spec, ModelArch.from_card(draft))
+
+
 def _budget(r, engine: str) -> int:
     """The row's token budget per iteration: its launch's, else `generator_limits`."""
     tool = benchmark_tool(r.raw)
@@ -167,7 +199,7 @@ def _context_limit(tokens: int) -> int:
 
 
 def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, engine: str,
-                tables: bool, slowdown: float | None) -> InstancePlan:
+                tables: bool, slowdown: float | None, spec: Speculative | None = None) -> InstancePlan:
     first = rows[idx[0]]
     try:
         card_m = shipped.model_card(first.model)
@@ -190,6 +222,10 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     # as solver/replay/instance.py `instance_plan`, with the mixed-batch slowdown settable
     steps = StepTimes.build(arch, hw, plan, params, Limits(conc, max(chunk, CHUNK_TOKENS), _context_limit(ctx)),
                             slowdown)
+    sp = _speculation(path, first, spec)
+    if sp is not None:
+        plan = Plans.of(**{**{f: getattr(plan, f) for f in Plans.__dataclass_fields__}, "spec": 1})
+        steps = speculating(steps, arch, hw, plan, params, sp)
     block = make_policy(engine).block_tokens
     kv = KVCache.for_plan(arch, hw, plan, params, CHUNK_TOKENS, block)
     # the row was measured, so its engine held at least one client's KV: where the memory
@@ -231,21 +267,28 @@ def replay_rows(path: str, rows: list, params_for: Callable[[str | None], Engine
                 tables: bool = True, statistic: Statistic = "mean",
                 slowdown: float | None = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Predicted (ttft_ms, tpot_ms) per row, as `solver.accuracy.validate.predict_rows` gives
-    them, by replaying each row's benchmark (module docstring); one step-time grid per group."""
+    them, by replaying each row's benchmark (module docstring); one step-time grid per group.
+    nan for a row that ran speculative decoding at an unrecorded acceptance rate."""
     ttft = np.full(len(rows), np.nan)
     tpot = np.full(len(rows), np.nan)
     groups: dict[tuple, list[int]] = defaultdict(list)
+    specs: dict[tuple, Speculative | None] = {}
     for k, r in enumerate(rows):
         tool = benchmark_tool(r.raw)
         if tool not in BENCHMARKS:
             raise InputError(f"{path}:{r.line}: benchmark: expected one of {', '.join(BENCHMARKS)} (got {tool!r})")
+        ran = launch_speculation(r)
+        if ran is not None and ran.spec is None:
+            continue
         i = r.ints
-        groups[(r.model, r.hardware, r.precision, r.engine, i["tp"], i["pp"], i["ep"], i["dp"],
-                fp8_scaling(r.raw, tool, ""))].append(k)
+        key = (r.model, r.hardware, r.precision, r.engine, i["tp"], i["pp"], i["ep"], i["dp"],
+               fp8_scaling(r.raw, tool, ""), ran.label if ran else None)
+        groups[key].append(k)
+        specs[key] = ran.spec if ran else None
     for key, idx in groups.items():
         engine = key[3] or DEFAULT_ENGINE
         params = params_for(key[3])
-        ip = _group_plan(path, rows, idx, params, engine, tables, slowdown)
+        ip = _group_plan(path, rows, idx, params, engine, tables, slowdown, specs[key])
         for k in idx:
             r = rows[k]
             tool = benchmark_tool(r.raw)

@@ -91,6 +91,10 @@ def read_measured(paths: list[str], engine: str, flags: dict[str, object]) -> Me
             if r.engine not in (None, engine):
                 raise InputError(f"{path}:{r.line}: engine: the row measured {r.engine}; "
                                  f"calibrate --engine {engine} fits {engine} rows only")
+            if r.speculation is not None:
+                raise InputError(f"{path}:{r.line}: speculative: a speculating row's TPOT turns on its "
+                                 "acceptance rate, not on the engine parameters calibrate fits; "
+                                 "calibrate on measurements without speculative decoding")
             r.engine = engine
         check_plans(path, got)
         rows += got

@@ -1,8 +1,12 @@
 """`fleetplan validate`: predict measured benchmark points and report the error.
 
 Input: a CSV with the columns model, hardware, precision, mode, input_tokens, output_tokens,
-concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC). Each row is a
-closed-loop benchmark of one colocated instance (`mode` colocated); other columns pass through.
+concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms and optionally engine (SPEC) and speculative
+(METHOD:K:A, the speculative decoding the row ran: solver/accuracy/measured.py
+`row_speculation`). Each row is a closed-loop benchmark of one colocated instance (`mode`
+colocated); other columns pass through. A row that cannot be predicted (speculative decoding at
+an unrecorded acceptance rate; any speculative row in the closed form, which does not model it in
+a closed loop) is reported with the reason and counts in no error statistic.
 A CSV with per-role columns instead (`prefill_tp`, ..., `decode_batch`) holds disaggregated
 rows (solver/accuracy/disagg_rows.py, predicted by solver/accuracy/validate_disagg.py).
 Rows are predicted in vectorised groups (one model, hardware, precision and engine at a time)
@@ -37,12 +41,14 @@ from solver.schema.validation import ValidationReport, ValidationRow
 from .measured import (
     ENGINES,
     GEMM_QUANT_MODES,
+    RowSpeculation,
     benchmark_tool,
     build_report,
     csv_records,
     fp8_scaling,
     kv_precision,
     milliseconds,
+    row_speculation,
     whole_numbers,
 )
 
@@ -62,6 +68,11 @@ class Row:
     ints: dict[str, int]
     ttft_ms: float
     tpot_ms: float
+    speculation: RowSpeculation | None = None  # the row's speculative column
+
+
+CLOSED_FORM_SPEC = ("the closed form does not model speculative decoding in a closed loop (as `estimate "
+                    "--concurrency`); --model replay does")
 
 
 def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
@@ -82,7 +93,7 @@ def parse_measured(path: str, text: str) -> tuple[list[str], list[Row]]:
         if engine is not None and engine not in ENGINES:
             raise bad("engine", f"expected one of {', '.join(ENGINES)} or empty")
         rows.append(Row(i, raw, raw["model"], raw["hardware"], raw["precision"], engine, ints,
-                        measured["ttft_ms"], measured["tpot_ms"]))
+                        measured["ttft_ms"], measured["tpot_ms"], row_speculation(raw, bad)))
     if not rows:
         raise InputError(f"{path}: no data rows")
     return header, rows
@@ -119,11 +130,14 @@ def predict_rows(
     tables: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Predicted (ttft_ms, tpot_ms) per row; `params_for(engine)` gives each engine's parameters
-    (the shipped calibrations by default; a calibration fit passes candidates)."""
+    (the shipped calibrations by default; a calibration fit passes candidates). nan for the rows
+    `closed_form_reasons` names."""
     ttft = np.full(len(rows), np.nan)
     tpot = np.full(len(rows), np.nan)
     groups: dict[tuple, list[int]] = defaultdict(list)
     for k, r in enumerate(rows):
+        if row_launch_speculation(r) is not None:
+            continue
         groups[(r.model, r.hardware, r.precision, r.engine, fp8_scaling(r.raw, benchmark_tool(r.raw), ""))].append(k)
     for (model, hw_name, prec, engine, _), idx in groups.items():
         first = rows[idx[0]]
@@ -153,7 +167,22 @@ def predict_rows(
     return ttft, tpot
 
 
+def row_launch_speculation(r: Row) -> RowSpeculation | None:
+    """The speculative decoding a row ran: its own column, else what its benchmark's launch
+    script ran (solver/accuracy/replay_rows.py `launch_speculation`)."""
+    from solver.accuracy.replay_rows import launch_speculation
+
+    return launch_speculation(r)
+
+
 PREDICTORS = ("closed-form", "replay")
+
+
+def _reason(r: Row, model: str) -> str | None:
+    spec = row_launch_speculation(r)
+    if spec is None:
+        return None
+    return spec.unpredictable() or (CLOSED_FORM_SPEC if model != "replay" else None)
 
 
 def _colocated(path: str, text: str, model: str) -> ValidationReport:
@@ -165,6 +194,8 @@ def _colocated(path: str, text: str, model: str) -> ValidationReport:
         ttft, tpot = replay_rows(path, rows)
     else:
         ttft, tpot = predict_rows(path, rows)
+    reasons = [_reason(r, model) for r in rows]
+    specs = [row_launch_speculation(r) for r in rows]
     out_rows = [
         ValidationRow(
             line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,
@@ -172,7 +203,9 @@ def _colocated(path: str, text: str, model: str) -> ValidationReport:
             output_tokens=r.ints["output_tokens"], concurrency=r.ints["concurrency"],
             tp=r.ints["tp"], pp=r.ints["pp"], ep=r.ints["ep"], dp=r.ints["dp"],
             measured_ttft_ms=r.ttft_ms, measured_tpot_ms=r.tpot_ms,
-            predicted_ttft_ms=round(float(ttft[k]), 4), predicted_tpot_ms=round(float(tpot[k]), 4),
+            predicted_ttft_ms=None if reasons[k] else round(float(ttft[k]), 4),
+            predicted_tpot_ms=None if reasons[k] else round(float(tpot[k]), 4),
+            speculative=specs[k].label if specs[k] else None, not_predicted=reasons[k],
         )
         for k, r in enumerate(rows)
     ]

@@ -264,7 +264,8 @@ def add_validate(sub: argparse._SubParsersAction) -> None:
     """`fleetplan validate`: predictions against measured benchmark points."""
     v = sub.add_parser("validate", help="predict measured benchmark points and report the error")
     v.add_argument("measured", help="CSV: model, hardware, precision, mode, input_tokens, "
-                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine]; or, for "
+                   "output_tokens, concurrency, tp, pp, ep, dp, ttft_ms, tpot_ms[, engine][, speculative "
+                   "METHOD:K:A, the speculative decoding the row ran]; or, for "
                    "disaggregated rows, prefill_/decode_ tp, pp, ep, dp, workers, batch instead of tp, pp, ep, dp; "
                    "or a benchmark tool's result file (aiperf profile_export_aiperf.json, vllm bench serve result "
                    "JSON, guidellm report JSON, MLPerf mlperf_log_summary.txt), detected from its content")

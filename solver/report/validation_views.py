@@ -35,6 +35,12 @@ def to_table(r: ValidationReport) -> str:
     out = [
         table(["line", "model", "hardware", "prec", "engine", "in", "out", "conc", "parallel",
                "TTFT meas", "TTFT pred", "TPOT meas", "TPOT pred"], rows),
+    ]
+    missing = [x for x in r.rows if x.not_predicted]
+    if missing:
+        out += ["", f"not predicted ({len(missing)} of {len(r.rows)} rows; in no error below)"]
+        out += [f"  line {x.line}: {x.not_predicted}" for x in missing]
+    out += [
         "",
         "error per group (percent of the measured value; bias > 0: predictions are slower)",
         table(HEADERS, [_group_row(g) for g in r.groups] + [_group_row(r.overall)]),
@@ -47,13 +53,16 @@ def to_json(r: ValidationReport) -> str:
 
 
 def to_csv(r: ValidationReport, original: str) -> str:
-    """The input rows, every column kept, with predicted_ttft_ms and predicted_tpot_ms added."""
+    """The input rows, every column kept, with predicted_ttft_ms and predicted_tpot_ms added (empty
+    for a row not predicted; where any is, a last column `not_predicted` says why)."""
     src = list(csv.DictReader(io.StringIO(original)))
     out = io.StringIO()
-    fields = list(r.columns) + ["predicted_ttft_ms", "predicted_tpot_ms"]
+    why = any(x.not_predicted for x in r.rows)
+    fields = list(r.columns) + ["predicted_ttft_ms", "predicted_tpot_ms"] + (["not_predicted"] if why else [])
     w = csv.DictWriter(out, fieldnames=fields, lineterminator="\n")
     w.writeheader()
     for raw, row in zip(src, r.rows):
+        extra = {"not_predicted": row.not_predicted or ""} if why else {}
         w.writerow({**raw, "predicted_ttft_ms": row.predicted_ttft_ms,
-                    "predicted_tpot_ms": row.predicted_tpot_ms})
+                    "predicted_tpot_ms": row.predicted_tpot_ms, **extra})
     return out.getvalue()

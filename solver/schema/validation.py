@@ -55,8 +55,10 @@ class ValidationRow(Strict):
     decode: RolePlanRow | None = None
     measured_ttft_ms: float
     measured_tpot_ms: float
-    predicted_ttft_ms: float
-    predicted_tpot_ms: float
+    predicted_ttft_ms: float | None  # None: not predicted (`not_predicted` says why)
+    predicted_tpot_ms: float | None
+    speculative: str | None = None  # the speculative decoding the row ran, METHOD:K[:A[:DRAFT]]
+    not_predicted: str | None = None  # why the row has no prediction; it then counts in no group
 
 
 class ValidationReport(Strict):

@@ -101,6 +101,14 @@ def test_a_row_of_another_engine_names_its_line(tmp_path):
         read_measured([str(p)], "vllm", {})
 
 
+def test_a_speculating_row_is_not_calibrated_on(tmp_path):
+    p = tmp_path / "spec.csv"
+    lines = rows_text().splitlines()
+    p.write_text("\n".join([lines[0] + ",speculative"] + [lines[1] + ",eagle:3:0.7"] + [x + "," for x in lines[2:]]) + "\n")
+    with pytest.raises(InputError, match=r"spec.csv:2: speculative: a speculating row's TPOT turns on its acceptance"):
+        read_measured([str(p)], "vllm", {})
+
+
 def test_cli_too_few_rows_exits_2(tmp_path):
     p = tmp_path / "few.csv"
     p.write_text(rows_text(grid=GRID[:5]))

@@ -28,7 +28,7 @@ WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
     (("deepseek-v3", "h200-sxm", "fp8", "", "2025-12-15", 1024, 1024, 64, 1, 8), 8 * 1152,
      {**ADP_BALANCE, "adp_ranks": 8}),
     # B200 fp8 from 1.2.0rc6: batch waiting at 1k/1k from 64 clients, never under attention DP
-    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post3", "2026-02-05", 1024, 1024, 64, 8, 1), 8192,
+    (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 64, 8, 1), 8192,
      {"batch_wait_timeout_iters": 40, "batch_wait_max_tokens_ratio": 0.8}),
     (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 32, 8, 1), 8192, {}),
     (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 256, 1, 8), 8 * 8192,
@@ -40,6 +40,21 @@ WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
 def test_launch_per_script(args, tokens, policy):
     # no script enables context chunking: TensorRT-LLM's default, off
     assert trtllm_launch(*args) == Launch(tokens, {"chunked": False, **policy})
+
+
+@pytest.mark.parametrize("args, launch", [
+    # MTP 3: ((3 + 1) x 64 + 1024 + 64) = 1344, a multiple of 64; 64 running; no delay batching
+    (("b200", "fp8", 1024, 1024, 64, 8, 1), Launch(1344, {"chunked": False}, 64, ("mtp", 3))),
+    (("b200", "fp4", 8192, 1024, 4, 8, 1), Launch(8320, {"chunked": False}, 4, ("mtp", 3))),
+    # attention DP: MTP 1, C / 8 (fp8) or C / 4 (fp4) per rank, C itself below that; x dp
+    (("b200", "fp8", 1024, 1024, 256, 1, 8), Launch(8 * 1152, {"chunked": False, **ADP_BALANCE, "adp_ranks": 8},
+                                                    256, ("mtp", 1))),
+    (("b200", "fp4", 1024, 1024, 2, 1, 4), Launch(4 * 1152, {"chunked": False, **ADP_BALANCE, "adp_ranks": 4},
+                                                  8, ("mtp", 1))),
+])
+def test_b200_mtp_container_rows_take_the_mtp_scripts_launch(args, launch):
+    hw, prec, isl, osl, conc, tp, dp = args
+    assert trtllm_launch("deepseek-v3", hw, prec, "1.2.0rc6.post3", "2026-02-05", isl, osl, conc, tp, dp) == launch
 
 
 @pytest.mark.parametrize("args, launch", [

@@ -154,3 +154,29 @@ def test_disagg_csv_errors_name_file_line_and_field(old, new, field):
     text = DISAGG_HEADER + DISAGG_ROW + DISAGG_ROW.replace(old, new, 1)
     with pytest.raises(InputError, match=rf"d\.csv:3: {field}"):
         parse_disagg("d.csv", text)
+
+
+MTP_HEADER = ("model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,"
+              "engine,source_id,engine_version,measured,speculative\n")
+MTP_ROW = ("deepseek-v3,b200,fp4,colocated,1024,1024,4,8,1,1,1,210.0,4.3,trtllm,"
+           "dsr1_b200_trtllm_fp4_agg_1024x1024_c4_cfg1,{version},2026-02-06,{spec}\n")
+
+
+def test_inferencex_mtp_container_rows_need_their_acceptance_rate():
+    # InferenceX ran its B200 MTP scripts in 1.2.0rc6.post3 (solver/accuracy/inferencex.py)
+    text = MTP_HEADER + MTP_ROW.format(version="1.2.0rc6.post3", spec="")
+    _, rows = parse_measured("m.csv", text)
+    ttft, tpot = replay_rows("m.csv", rows)
+    assert np.isnan(ttft[0]) and np.isnan(tpot[0])
+    with pytest.raises(InputError, match=r"m\.csv:2: no row could be predicted \(ran speculative decoding mtp:3 "
+                                         r"\(its inferencex launch script"):
+        validate_text("m.csv", text, "replay")
+    # with the rate given, the row replays with MTP; the plain container's row without it
+    text = (MTP_HEADER + MTP_ROW.format(version="1.2.0rc6.post3", spec="mtp:3:0.3")
+            + MTP_ROW.format(version="1.2.0rc6.post3", spec="mtp:3:0.8")
+            + MTP_ROW.format(version="1.2.0rc6.post2", spec=""))
+    low, high, plain = validate_text("m.csv", text, "replay").rows
+    assert low.speculative == "mtp:3:0.3" and plain.speculative is None
+    # more tokens accepted per verification: a shorter TPOT, and below the plain decode at 0.8
+    assert high.predicted_tpot_ms < low.predicted_tpot_ms
+    assert high.predicted_tpot_ms < plain.predicted_tpot_ms

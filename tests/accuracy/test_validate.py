@@ -140,3 +140,58 @@ def test_fp8_format_of_a_measured_row(raw, tool, want):
     from solver.accuracy.measured import fp8_scaling
 
     assert fp8_scaling(raw, tool, shipped.model_card(raw["model"]).fp8_scaling) == want
+
+
+SPEC_HEADER = "model,hardware,precision,mode,input_tokens,output_tokens,concurrency,tp,pp,ep,dp,ttft_ms,tpot_ms,engine,speculative\n"
+SPEC_BASE = "llama-3.1-70b,h100-sxm,fp8,colocated,1024,256,8,4,1,1,1,120.0,9.0,vllm,"
+
+
+@pytest.mark.parametrize("value, why", [
+    ("medusa:3", "method must be one of draft, eagle, mtp, ngram"),
+    ("medusa:3:0.7", "Input should be 'draft', 'eagle', 'mtp' or 'ngram'"),
+    ("eagle:0", "K (tokens drafted per step) must be a whole number in 1..16"),
+    ("eagle:x", "K (tokens drafted per step)"),
+    ("eagle:3:1.5", "less than or equal to 1"),
+    ("draft:3:0.7", "needs a draft_model"),
+    ("eagle:3:0.7:" + "x" * 600, "at most 600 characters"),
+])
+def test_bad_speculative_column_names_line_and_field(value, why):
+    with pytest.raises(InputError, match=r"m\.csv:2: speculative: .*" + why.replace("(", r"\(").replace(")", r"\)")):
+        validate_text("m.csv", SPEC_HEADER + SPEC_BASE + value + "\n")
+
+
+def test_speculative_rows_are_reported_not_predicted_with_the_reason_and_counted_in_no_error():
+    text = SPEC_HEADER + SPEC_BASE + "\n" + SPEC_BASE + "eagle:3:0.7\n" + SPEC_BASE + "eagle:3\n"
+    closed = validate_text("m.csv", text, "closed-form")
+    plain, full, bare = closed.rows
+    # the closed form models no speculation in a closed loop: both speculating rows have none
+    assert plain.not_predicted is None and plain.predicted_tpot_ms > 0
+    assert full.predicted_tpot_ms is None and "does not model speculative decoding" in full.not_predicted
+    assert bare.speculative == "eagle:3" and "does not record" in bare.not_predicted
+    assert closed.overall.tpot.rows == 1
+    assert closed.overall.tpot.median_abs_pct == pytest.approx(abs(plain.predicted_tpot_ms / 9.0 - 1) * 100, abs=1e-3)
+    replay = validate_text("m.csv", text, "replay")
+    plain, full, bare = replay.rows
+    # the replay speculates at the row's rate: fewer iterations per token, the same prompts
+    assert full.not_predicted is None and full.speculative == "eagle:3:0.7"
+    assert full.predicted_tpot_ms < 0.7 * plain.predicted_tpot_ms
+    assert bare.predicted_ttft_ms is None and "give it as METHOD:K:A" in bare.not_predicted
+    assert replay.overall.ttft.rows == 2
+    js = json.loads(replay.model_dump_json())  # valid JSON: no NaN for the row without prediction
+    assert js["rows"][2]["predicted_tpot_ms"] is None
+
+
+def test_cli_speculative_rows_table_csv_and_none_predicted(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text(SPEC_HEADER + SPEC_BASE + "\n" + SPEC_BASE + "mtp:2\n")
+    table = cli("validate", str(path))
+    assert table.returncode == 0, table.stderr
+    assert "not predicted (1 of 2 rows; in no error below)" in table.stdout
+    assert "line 3: ran speculative decoding mtp:2" in table.stdout
+    rows = list(csv.DictReader(io.StringIO(cli("validate", str(path), "--format", "csv").stdout)))
+    assert rows[1]["predicted_tpot_ms"] == "" and "acceptance rate" in rows[1]["not_predicted"]
+    assert rows[0]["not_predicted"] == "" and float(rows[0]["predicted_tpot_ms"]) > 0
+    path.write_text(SPEC_HEADER + SPEC_BASE + "mtp:2\n")
+    r = cli("validate", str(path))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"{path}:2: no row could be predicted (ran speculative decoding mtp:2" in r.stderr
