@@ -34,7 +34,7 @@ from solver.replay.sources.harness import BENCHMARKS
 from solver.schema.cards import PRECISIONS
 from solver.schema.engine import EngineParams
 
-from .measured import ENGINES, csv_records, milliseconds, whole_numbers
+from .measured import ENGINES, RowSpeculation, csv_records, milliseconds, row_speculation, whole_numbers
 from .replay_rows import CHUNK_TOKENS, benchmark_tool
 
 ROLES = ("prefill", "decode")
@@ -56,6 +56,7 @@ class DisaggRow:
     ints: dict[str, int]
     ttft_ms: float
     tpot_ms: float
+    speculation: RowSpeculation | None = None  # the row's speculative column
 
     @property
     def engine(self) -> str | None:
@@ -106,7 +107,7 @@ def parse_disagg(path: str, text: str) -> list[DisaggRow]:
         ints = whole_numbers(raw, INTS, bad)
         meas = milliseconds(raw, ("ttft_ms", "tpot_ms"), bad)
         _check_row(path, raw, ints, bad)
-        rows.append(DisaggRow(i, raw, ints, *meas))
+        rows.append(DisaggRow(i, raw, ints, *meas, row_speculation(raw, bad)))
     if not rows:
         raise InputError(f"{path}: no data rows")
     return rows

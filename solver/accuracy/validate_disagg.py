@@ -1,7 +1,8 @@
 """`fleetplan validate` on disaggregated rows (solver/accuracy/disagg_rows.py): each row
 predicted by the replay of its benchmark over prefill and decode pools
 (solver/accuracy/replay_disagg.py) or by the planner's role formulas in its closed loop
-(solver/accuracy/closed_disagg.py)."""
+(solver/accuracy/closed_disagg.py). A row with a `speculative` column is not predicted (neither
+models a speculating decode pool yet) and says so."""
 
 from __future__ import annotations
 
@@ -15,28 +16,32 @@ from solver.schema.validation import RolePlanRow, ValidationReport, ValidationRo
 from .disagg_rows import PLAN, ROLES, DisaggRow, parse_disagg
 from .measured import build_report
 
+SPECULATING = "the disaggregated predictors do not model a speculating decode pool yet"
+
 
 def _row(r: DisaggRow, ttft: float, tpot: float) -> ValidationRow:
     plans = {role: RolePlanRow(**{k: r.ints[f"{role}_{k}"] for k in PLAN}) for role in ROLES}
+    spec = r.speculation
     return ValidationRow(
         line=r.line, mode="disaggregated", model=r.raw["model"], hardware=r.raw["hardware"],
         precision=r.raw["precision"], engine=r.engine, input_tokens=r.ints["input_tokens"],
         output_tokens=r.ints["output_tokens"], concurrency=r.ints["concurrency"], **plans,
         measured_ttft_ms=r.ttft_ms, measured_tpot_ms=r.tpot_ms,
-        predicted_ttft_ms=round(ttft, 4), predicted_tpot_ms=round(tpot, 4),
+        predicted_ttft_ms=None if spec else round(ttft, 4), predicted_tpot_ms=None if spec else round(tpot, 4),
+        speculative=spec.label if spec else None, not_predicted=SPECULATING if spec else None,
     )
 
 
 def validate_disagg(path: str, text: str, model: str) -> ValidationReport:
     rows = parse_disagg(path, text)
-    if model == "replay":
-        from .replay_disagg import replay_disagg
-
-        ttft, tpot = replay_disagg(path, rows)
-    else:
-        from .closed_disagg import closed_form_disagg
-
-        ttft, tpot = closed_form_disagg(path, rows)
+    ttft, tpot = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
+    idx = [k for k, r in enumerate(rows) if r.speculation is None]
+    if idx:
+        if model == "replay":
+            from .replay_disagg import replay_disagg as predict
+        else:
+            from .closed_disagg import closed_form_disagg as predict
+        ttft[idx], tpot[idx] = predict(path, [rows[k] for k in idx])
     header = next(csv.reader(io.StringIO(text)), [])
     out_rows = [_row(r, float(ttft[k]), float(tpot[k])) for k, r in enumerate(rows)]
     keys = [(r.raw["hardware"], r.raw["model"], r.engine or "-") for r in rows]

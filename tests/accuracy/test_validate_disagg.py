@@ -142,3 +142,17 @@ def test_csv_output_keeps_the_columns_and_adds_the_predictions(tmp_path):
 def test_missing_role_column_is_an_error():
     with pytest.raises(InputError, match=r"d\.csv:1: missing column\(s\): decode_batch"):
         validate_text("d.csv", HEADER.replace(",decode_batch", "") + "x\n")
+
+
+def test_a_speculating_disaggregated_row_is_listed_not_predicted():
+    text = HEADER.replace("source_id\n", "source_id,speculative\n") + ROWS.replace("x_cfg1\n", "x_cfg1,\n").replace(
+        "x_cfg2\n", "x_cfg2,mtp:3:0.7\n")
+    for model in ("replay", "closed-form"):
+        rep = validate_text("d.csv", text, model)
+        plain, spec = rep.rows
+        assert plain.predicted_ttft_ms > 0 and plain.not_predicted is None
+        assert spec.predicted_ttft_ms is None and spec.speculative == "mtp:3:0.7"
+        assert "speculating decode pool" in spec.not_predicted
+        assert rep.overall.ttft.rows == 1
+    with pytest.raises(InputError, match=r"d\.csv:3: speculative: method must be one of"):
+        validate_text("d.csv", text.replace("mtp:3:0.7", "tree:3"), "replay")
