@@ -15,7 +15,10 @@ SGLang KV-transfer explainer, components/backends/sglang/docs/sglang-kv-transfer
 read in the vickiegpt/dynamo fork, has the same order). The decode scheduler's pick-up of a
 landed request (its polling, the rest of a running decode iteration: at most one decode step) is
 not modelled. TTFT and TPOT: the mean over the measured requests, plus the engine's request
-overhead on TTFT, as `replay_rows` reads them.
+overhead on TTFT, as `replay_rows` reads them. A row's speculative decoding (its `speculative`
+column, with the acceptance rate) runs on its decode workers, whose step times speculate as a
+colocated instance's do (solver/replay/speculation.py); the draft module's pass over the prompt on
+the prefill workers is not charged.
 """
 
 from __future__ import annotations
@@ -32,14 +35,19 @@ from solver.replay.kv import KVCache
 from solver.replay.loop import run
 from solver.replay.schedulers import make_policy
 from solver.replay.sources.harness import benchmark_source
+from solver.replay.speculation import speculating
 from solver.replay.steptime import Limits, StepTimes
+from solver.schema.speculative import Speculative
 
 from .disagg_rows import ROLES, DisaggRow, RoleSetup, kv_link, parse_disagg, role_setup
-from .replay_rows import DEFAULT_ENGINE, _context_limit, benchmark_tool
+from .replay_rows import DEFAULT_ENGINE, _context_limit, _speculation, benchmark_tool
 
 
-def _instance_plan(s: RoleSetup, params, engine: str, ctx: int) -> InstancePlan:
+def _instance_plan(s: RoleSetup, params, engine: str, ctx: int, spec=None) -> InstancePlan:
+    """One role's instances; `spec` (a decode role's `Speculation`) makes its decode speculate."""
     steps = StepTimes.build(s.arch, s.hw, s.plan, params, Limits(s.batch, s.chunk, _context_limit(ctx)), 1.0)
+    if spec is not None:  # the grid's decode cycles at the speculative rate (it sets the rows' spec)
+        steps = speculating(steps, s.arch, s.hw, s.plan, params, spec)
     block = make_policy(engine).block_tokens
     kv = KVCache.for_plan(s.arch, s.hw, s.plan, params, s.chunk, block)
     need = -(-s.batch * (ctx + block) // block)  # the measured engine held its batch's KV
@@ -69,14 +77,17 @@ def replay_disagg_row(path: str, r: DisaggRow, cache: dict) -> tuple[float, floa
     engine = r.engine or DEFAULT_ENGINE
     params = engine_params(engine)
     ctx = r.ints["input_tokens"] + r.ints["output_tokens"]
+    spec: Speculative | None = r.speculation.spec if r.speculation is not None else None
     setups, plans = [], []
     for role in ROLES:
         key = (r.raw["model"], r.raw["hardware"], r.raw["precision"], engine, role,
                *(r.ints[f"{role}_{k}"] for k in ("tp", "pp", "ep", "dp", "batch", "workers")),
-               r.ints["concurrency"], r.ints["input_tokens"], _context_limit(ctx))
+               r.ints["concurrency"], r.ints["input_tokens"], _context_limit(ctx),
+               spec.label if spec is not None and role == "decode" else None)
         if key not in cache:
             s = role_setup(path, r, role, params, engine)
-            cache[key] = (s, _instance_plan(s, params, engine, ctx))
+            sp = _speculation(path, r, spec) if role == "decode" else None
+            cache[key] = (s, _instance_plan(s, params, engine, ctx, sp))
         setups.append(cache[key][0])
         plans.append(cache[key][1])
     src = benchmark_source(benchmark_tool(r.raw), r.ints["concurrency"], r.ints["input_tokens"],

@@ -223,8 +223,7 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     steps = StepTimes.build(arch, hw, plan, params, Limits(conc, max(chunk, CHUNK_TOKENS), _context_limit(ctx)),
                             slowdown)
     sp = _speculation(path, first, spec)
-    if sp is not None:
-        plan = Plans.of(**{**{f: getattr(plan, f) for f in Plans.__dataclass_fields__}, "spec": 1})
+    if sp is not None:  # the grid's decode cycles at the speculative rate (it sets the rows' spec)
         steps = speculating(steps, arch, hw, plan, params, sp)
     block = make_policy(engine).block_tokens
     kv = KVCache.for_plan(arch, hw, plan, params, CHUNK_TOKENS, block)

@@ -1,8 +1,9 @@
 """`fleetplan validate` on disaggregated rows (solver/accuracy/disagg_rows.py): each row
 predicted by the replay of its benchmark over prefill and decode pools
 (solver/accuracy/replay_disagg.py) or by the planner's role formulas in its closed loop
-(solver/accuracy/closed_disagg.py). A row with a `speculative` column is not predicted (neither
-models a speculating decode pool yet) and says so."""
+(solver/accuracy/closed_disagg.py). A row with a `speculative` column is replayed with a
+speculating decode pool at its acceptance rate; without the rate, or by the closed form (whose
+role formulas, as the colocated closed loop, do not speculate), it is not predicted and says so."""
 
 from __future__ import annotations
 
@@ -16,10 +17,17 @@ from solver.schema.validation import RolePlanRow, ValidationReport, ValidationRo
 from .disagg_rows import PLAN, ROLES, DisaggRow, parse_disagg
 from .measured import build_report
 
-SPECULATING = "the disaggregated predictors do not model a speculating decode pool yet"
+CLOSED_FORM_SPEC = ("the closed form does not model a speculating decode pool in a closed loop; "
+                    "--model replay does")
 
 
-def _row(r: DisaggRow, ttft: float, tpot: float) -> ValidationRow:
+def _reason(r: DisaggRow, model: str) -> str | None:
+    if r.speculation is None:
+        return None
+    return r.speculation.unpredictable() or (CLOSED_FORM_SPEC if model != "replay" else None)
+
+
+def _row(r: DisaggRow, ttft: float, tpot: float, why: str | None) -> ValidationRow:
     plans = {role: RolePlanRow(**{k: r.ints[f"{role}_{k}"] for k in PLAN}) for role in ROLES}
     spec = r.speculation
     return ValidationRow(
@@ -27,15 +35,16 @@ def _row(r: DisaggRow, ttft: float, tpot: float) -> ValidationRow:
         precision=r.raw["precision"], engine=r.engine, input_tokens=r.ints["input_tokens"],
         output_tokens=r.ints["output_tokens"], concurrency=r.ints["concurrency"], **plans,
         measured_ttft_ms=r.ttft_ms, measured_tpot_ms=r.tpot_ms,
-        predicted_ttft_ms=None if spec else round(ttft, 4), predicted_tpot_ms=None if spec else round(tpot, 4),
-        speculative=spec.label if spec else None, not_predicted=SPECULATING if spec else None,
+        predicted_ttft_ms=None if why else round(ttft, 4), predicted_tpot_ms=None if why else round(tpot, 4),
+        speculative=spec.label if spec else None, not_predicted=why,
     )
 
 
 def validate_disagg(path: str, text: str, model: str) -> ValidationReport:
     rows = parse_disagg(path, text)
     ttft, tpot = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
-    idx = [k for k, r in enumerate(rows) if r.speculation is None]
+    why = [_reason(r, model) for r in rows]
+    idx = [k for k in range(len(rows)) if why[k] is None]
     if idx:
         if model == "replay":
             from .replay_disagg import replay_disagg as predict
@@ -43,7 +52,7 @@ def validate_disagg(path: str, text: str, model: str) -> ValidationReport:
             from .closed_disagg import closed_form_disagg as predict
         ttft[idx], tpot[idx] = predict(path, [rows[k] for k in idx])
     header = next(csv.reader(io.StringIO(text)), [])
-    out_rows = [_row(r, float(ttft[k]), float(tpot[k])) for k, r in enumerate(rows)]
+    out_rows = [_row(r, float(ttft[k]), float(tpot[k]), why[k]) for k, r in enumerate(rows)]
     keys = [(r.raw["hardware"], r.raw["model"], r.engine or "-") for r in rows]
     meas = (np.array([r.ttft_ms for r in rows]), np.array([r.tpot_ms for r in rows]))
     return build_report(path, header, out_rows, keys, (ttft, tpot), meas)

@@ -144,15 +144,18 @@ def test_missing_role_column_is_an_error():
         validate_text("d.csv", HEADER.replace(",decode_batch", "") + "x\n")
 
 
-def test_a_speculating_disaggregated_row_is_listed_not_predicted():
-    text = HEADER.replace("source_id\n", "source_id,speculative\n") + ROWS.replace("x_cfg1\n", "x_cfg1,\n").replace(
-        "x_cfg2\n", "x_cfg2,mtp:3:0.7\n")
-    for model in ("replay", "closed-form"):
-        rep = validate_text("d.csv", text, model)
-        plain, spec = rep.rows
-        assert plain.predicted_ttft_ms > 0 and plain.not_predicted is None
-        assert spec.predicted_ttft_ms is None and spec.speculative == "mtp:3:0.7"
-        assert "speculating decode pool" in spec.not_predicted
-        assert rep.overall.ttft.rows == 1
+def test_a_speculating_disaggregated_row_speculates_on_its_decode_pool():
+    head = HEADER.replace("source_id\n", "source_id,speculative\n")
+    row = ROWS.splitlines()[1]
+    text = head + "".join(f"{row},{spec}\n" for spec in ("", "mtp:3:0.8", "mtp:3"))
+    rep = validate_text("d.csv", text, "replay")
+    plain, spec, bare = rep.rows
+    # the decode pool's steps yield (1 - 0.8^4) / 0.2 = 2.95 tokens: TPOT well below the plain one
+    assert spec.speculative == "mtp:3:0.8" and spec.predicted_tpot_ms < 0.6 * plain.predicted_tpot_ms
+    assert bare.predicted_ttft_ms is None and "does not record" in bare.not_predicted
+    assert rep.overall.ttft.rows == 2
+    closed = validate_text("d.csv", text, "closed-form")
+    assert closed.rows[0].predicted_ttft_ms > 0 and closed.overall.ttft.rows == 1
+    assert "does not model a speculating decode pool" in closed.rows[1].not_predicted
     with pytest.raises(InputError, match=r"d\.csv:3: speculative: method must be one of"):
-        validate_text("d.csv", text.replace("mtp:3:0.7", "tree:3"), "replay")
+        validate_text("d.csv", text.replace("mtp:3:0.8", "tree:3"), "replay")
