@@ -15,7 +15,9 @@ in the static estimate; the sample's own `silicon_concurrency=` field equals bat
 attention_dp_size on 168 of its 169 aggregated DP rows; every converted row has pp 1). Its
 InferenceX MoE rows that record TP x EP as the world size are read as the run's TP and EP
 (`run_layout`). Extra
-columns (id, source system, model path, engine version, measurement source) are passed through. Measured data is precious: this file is for judging accuracy and,
+columns (id, source system, model path, engine version, measurement source) are passed through.
+A measurement the sample carries more than once (an InferenceX run in its database dump and its
+dated exports) is written once (`distinct`). Measured data is precious: this file is for judging accuracy and,
 for the h100_sxm rows only, for calibration (benchmarks/calibrate.py).
 """
 
@@ -166,6 +168,29 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
     return out, skipped
 
 
+# what identifies one measurement: the run's model, system, precision, engine, plan, lengths and
+# clients, and its latencies (to the sample's 15-17 significant digits)
+RUN = ("model", "hardware", "precision", "engine", "tp", "pp", "ep", "dp", "input_tokens", "output_tokens",
+       "concurrency", "ttft_ms", "tpot_ms")
+
+
+def distinct(rows: list[dict], skipped: Counter) -> list[dict]:
+    """One row per measurement: the sample carries some InferenceX runs in its database dump and in
+    one or both dated exports (2026-03-25, 2026-04-06), the same latencies under three ids; the
+    first is kept (the copies differ only in their ids, their `source_model` DeepSeek-V3 or -R1,
+    both block-scaled FP8 checkpoints, and a date's time of day), the others counted as skipped."""
+    seen: set[tuple] = set()
+    out = []
+    for r in rows:
+        key = tuple(str(r[c]) for c in RUN)
+        if key in seen:
+            skipped["the same measurement as an earlier row (another export of the run)"] += 1
+            continue
+        seen.add(key)
+        out.append(r)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", type=Path, default=None)
@@ -173,7 +198,7 @@ def main() -> None:
     a = ap.parse_args()
     src = a.source or default_source()
     rows, skipped = convert(src)
-    rows = [r for r in rows if r["concurrency"] not in ("", "0")]
+    rows = distinct([r for r in rows if r["concurrency"] not in ("", "0")], skipped)
     write_rows(a.out, COLUMNS, rows, skipped)
 
 
