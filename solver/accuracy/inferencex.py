@@ -39,6 +39,14 @@ SemiAnalysisAI/InferenceX:
   not recorded anywhere (the benchmark sends random tokens through the chat template, which
   InferenceX later found "tank spec-decode acceptance": .claude/commands/add-model-hardware.md at
   843c6254), so `validate` reports them as not predicted unless a `speculative` column gives it.
+- DeepSeek-R1 TensorRT-LLM rows measured on 2026-01-14: the sweep that PR 392 ("Add MTP
+  Benchmark Support for DeepSeek-R1 TRT", merged 2026-01-14 22:26 UTC as bf345672; the dated
+  export's full timestamp of these runs is 2026-01-14T22:26:21Z) ran on merging, of the
+  configurations its perf-changelog entry names: dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp,
+  dsr1-fp8-h200-trt-mtp, in release:1.1.0rc2.post2 (no other NVIDIA DeepSeek-R1 configuration
+  changed that day). Their scripts (benchmarks/dsr1_{fp4,fp8}_b200_trt_mtp_slurm.sh and
+  dsr1_fp8_h200_trt_mtp_slurm.sh at bf345672) run MTP 3 (1 with attention DP), `--max_batch_size`
+  = C (C / (TP x DP ranks) per rank with attention DP) and the same token budget formula.
 - None of them sets `enable_chunked_prefill` (in the extra options or on the command line), so
   every row ran without context chunking (TensorRT-LLM's default, `enable_chunked_prefill:
   bool = False` in tensorrt_llm/llmapi/llm_args.py): a context waits until it fits whole (the
@@ -76,8 +84,10 @@ DSR1_B200_FP8_VERSION = "1.2.0rc6"  # the container PR 594 moved dsr1_fp8_b200_t
 DSR1_FLOOR_FROM = "2026-01-21"  # 64af5a77: max_num_tokens at least DSR1_FLOOR_TOKENS
 DSR1_FLOOR_TOKENS = 8192
 DSR1_B200_MTP_VERSION = "1.2.0rc6.post3"  # the container of InferenceX's B200 MTP configurations
-DSR1_B200_MTP = 3  # num_nextn_predict_layers of those scripts (1 with attention DP)
+DSR1_MTP = 3  # num_nextn_predict_layers of the MTP scripts (1 with attention DP)
 DSR1_B200_MTP_ADP_SHARE = {"fp8": 8, "fp4": 4}  # per-rank max_batch_size = C / this under ADP
+DSR1_MTP_SWEEP = ("1.1.0rc2.post2", "2026-01-14")  # PR 392's merge sweep: the MTP configurations
+DSR1_MTP_SWEEP_SYSTEMS = ("b200", "h200-sxm")
 
 
 @dataclass(frozen=True)
@@ -110,7 +120,10 @@ def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str
     if model != "deepseek-v3":
         return Launch(None, policy)
     if hardware == "b200" and engine_version == DSR1_B200_MTP_VERSION and precision in DSR1_B200_MTP_ADP_SHARE:
-        return _b200_mtp_launch(precision, isl, concurrency, dp, policy)
+        share = DSR1_B200_MTP_ADP_SHARE[precision]
+        return _mtp_launch(isl, concurrency, concurrency if concurrency < share else concurrency // share, dp, policy)
+    if (engine_version, measured[:10]) == DSR1_MTP_SWEEP and hardware in DSR1_MTP_SWEEP_SYSTEMS:
+        return _mtp_launch(isl, concurrency, max(concurrency // (tp * dp), 1), dp, policy)
     tokens = _round_up(concurrency + isl + 64, 64)
     if measured >= DSR1_FLOOR_FROM:
         tokens = max(tokens, DSR1_FLOOR_TOKENS)
@@ -120,13 +133,11 @@ def trtllm_launch(model: str, hardware: str, precision: str, engine_version: str
     return Launch(tokens * dp, policy)
 
 
-def _b200_mtp_launch(precision: str, isl: int, concurrency: int, dp: int, policy: dict[str, object]) -> Launch:
-    """InferenceX's B200 DeepSeek-R1 MTP scripts (module docstring): per-rank batch and token
-    budget, the instance (every rank) holding dp times each."""
-    share = DSR1_B200_MTP_ADP_SHARE[precision]
-    mtp, batch = DSR1_B200_MTP, concurrency
-    if dp > 1:
-        mtp, batch = 1, concurrency if concurrency < share else concurrency // share
+def _mtp_launch(isl: int, concurrency: int, adp_batch: int, dp: int, policy: dict[str, object]) -> Launch:
+    """InferenceX's DeepSeek-R1 MTP scripts (module docstring): MTP 3 and a batch of C, or MTP 1
+    and `adp_batch` per rank with attention DP; the token budget per rank; the instance (every
+    rank) holding dp times each."""
+    mtp, batch = (1, adp_batch) if dp > 1 else (DSR1_MTP, concurrency)
     tokens = _round_up((mtp + 1) * batch + isl + 64, 64)
     return Launch(tokens * dp, policy, batch * dp, ("mtp", mtp))
 

@@ -33,7 +33,7 @@ WAIT_70B = {"batch_wait_max_tokens_ratio": 0.9, "batch_wait_timeout_iters": 20}
     (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 32, 8, 1), 8192, {}),
     (("deepseek-v3", "b200", "fp8", "1.2.0rc6.post2", "2026-01-29", 1024, 1024, 256, 1, 8), 8 * 8192,
      {**ADP_BALANCE, "adp_ranks": 8}),
-    (("deepseek-v3", "b200", "fp8", "1.1.0rc2.post2", "2026-01-14", 1024, 1024, 64, 8, 1), 1152, {}),
+    (("deepseek-v3", "b200", "fp8", "1.1.0rc2.post2", "2025-12-15", 1024, 1024, 64, 8, 1), 1152, {}),
     # another model: nothing known but the engine's defaults
     (("qwen3-32b", "h200-sxm", "fp8", "", "2026-01-14", 1024, 1024, 64, 1, 1), None, {}),
 ])
@@ -55,6 +55,21 @@ def test_launch_per_script(args, tokens, policy):
 def test_b200_mtp_container_rows_take_the_mtp_scripts_launch(args, launch):
     hw, prec, isl, osl, conc, tp, dp = args
     assert trtllm_launch("deepseek-v3", hw, prec, "1.2.0rc6.post3", "2026-02-05", isl, osl, conc, tp, dp) == launch
+
+
+@pytest.mark.parametrize("args, launch", [
+    # PR 392's merge sweep (the MTP configurations): MTP 3, C running, the MTP token budget
+    (("h200-sxm", 1024, 8192, 4, 8, 1), Launch(1152, {"chunked": False}, 4, ("mtp", 3))),
+    (("b200", 8192, 1024, 32, 8, 1), Launch(8384, {"chunked": False}, 32, ("mtp", 3))),
+    # attention DP: MTP 1 and C / (TP x DP) per rank: 256 / 8 = 32, (2 x 32 + 8192 + 64) -> 8320
+    (("h200-sxm", 8192, 1024, 256, 1, 8), Launch(8 * 8320, {"chunked": False, **ADP_BALANCE, "adp_ranks": 8},
+                                                 256, ("mtp", 1))),
+])
+def test_the_mtp_sweep_of_2026_01_14_takes_the_mtp_scripts_launch(args, launch):
+    hw, isl, osl, conc, tp, dp = args
+    assert trtllm_launch("deepseek-v3", hw, "fp8", "1.1.0rc2.post2", "2026-01-14", isl, osl, conc, tp, dp) == launch
+    # the same container on another day ran the plain scripts
+    assert trtllm_launch("deepseek-v3", hw, "fp8", "1.1.0rc2.post2", "2026-01-28", isl, osl, conc, tp, dp).speculation is None
 
 
 @pytest.mark.parametrize("args, launch", [
