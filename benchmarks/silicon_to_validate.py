@@ -123,6 +123,19 @@ def run_layout(system: str, tp: int, dp: int, moe_tp: int, ep: int) -> tuple[int
     return tp, dp, ep
 
 
+def vllm_moe_layout(tp: int, dp: int, moe_tp: int, ep: int) -> int:
+    """The tensor-parallel size of a vLLM MoE run whose MoE parallelism (moe_tp x moe_ep) exceeds
+    its recorded attention layout (tp x attention_dp): vLLM shards attention and experts over one
+    tensor-parallel group, and aiconfigurator's generator deploys such a configuration with
+    `tensor_parallel_size = moe_tp x moe_ep / data_parallel_size` (rule_plugin/vllm.rule at
+    152b9612: "Without this, MoE models get tp=1 and the full model is replicated per GPU,
+    causing OOM"); the rows were measured, so they ran on moe_tp x moe_ep GPUs (Qwen3-235B-A22B-FP8,
+    about 235 GB of weights, does not fit the 141 GB of one H200 the sample's tp 1 would give it).
+    Every other row keeps its tp."""
+    world = moe_tp * ep
+    return world // dp if tp * dp < world and world % dp == 0 else tp
+
+
 def concurrency(batch_size: str, dp: int) -> str:
     """The closed loop's concurrency: the sample's per-DP-rank batch times the DP ranks."""
     return "" if batch_size in ("", "0") else str(int(batch_size) * dp)
@@ -152,6 +165,8 @@ def convert(src: Path) -> tuple[list[dict], Counter]:
         dp_sample = dp = max(1, int(r["attention_dp_size"] or 1))
         ep = max(1, int(r["moe_ep_size"] or 1))
         tp, dp, ep = run_layout(r["system"], tp, dp, max(1, int(r["moe_tp_size"] or 1)), ep)
+        if r["backend"] == "vllm" and (r["moe_tp_size"] or r["moe_ep_size"]):
+            tp = vllm_moe_layout(tp, dp, max(1, int(r["moe_tp_size"] or 1)), ep)
         why = _plan_ok(model, tp, max(1, int(r["pp_size"] or 1)), ep, dp)
         if why:
             skipped[why] += 1
