@@ -183,6 +183,10 @@ def _speculation(path: str, r, spec: Speculative | None) -> Speculation | None:
         draft = shipped.model_card(spec.draft_model)
     except InputError as exc:
         raise InputError(f"{path}:{r.line}: speculative: {exc}") from None
+    target = shipped.model_card(r.raw["model"])
+    if draft.vocab_size != target.vocab_size:
+        raise InputError(f"{path}:{r.line}: speculative: {draft.name} has a vocabulary of {draft.vocab_size} tokens, "
+                         f"{target.name} of {target.vocab_size}; a draft model must share the tokenizer")
     return Speculation.of(spec, ModelArch.from_card(draft))
 
 

@@ -195,3 +195,14 @@ def test_cli_speculative_rows_table_csv_and_none_predicted(tmp_path):
     r = cli("validate", str(path))
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert f"{path}:2: no row could be predicted (ran speculative decoding mtp:2" in r.stderr
+
+
+def test_a_draft_model_row_replays_with_its_draft_and_a_foreign_tokenizer_is_an_error():
+    ok = validate_text("m.csv", SPEC_HEADER + SPEC_BASE + "draft:3:0.7:llama-3.1-8b\n", "replay")
+    assert ok.rows[0].speculative == "draft:3:0.7:llama-3.1-8b" and ok.rows[0].predicted_tpot_ms > 0
+    with pytest.raises(InputError, match=r"m\.csv:2: speculative: .*vocabulary of .* must share the tokenizer"):
+        validate_text("m.csv", SPEC_HEADER + SPEC_BASE + "draft:3:0.7:qwen3-32b\n", "replay")
+    with pytest.raises(InputError, match=r"m\.csv:2: speculative: "):
+        validate_text("m.csv", SPEC_HEADER + SPEC_BASE + "draft:3:0.7:no-such-model\n", "replay")
+    with pytest.raises(InputError, match=r"m\.csv:2: speculative: "):
+        validate_text("m.csv", SPEC_HEADER + SPEC_BASE + "mtp:3:nan\n", "replay")
