@@ -40,7 +40,7 @@ from solver.replay.steptime import Limits, StepTimes
 from solver.schema.speculative import Speculative
 
 from .disagg_rows import ROLES, DisaggRow, RoleSetup, kv_link, parse_disagg, role_setup
-from .replay_rows import DEFAULT_ENGINE, _context_limit, _speculation, benchmark_tool
+from .replay_rows import DEFAULT_ENGINE, _context_limit, benchmark_tool, speculation_of
 
 
 def _instance_plan(s: RoleSetup, params, engine: str, ctx: int, spec=None) -> InstancePlan:
@@ -86,7 +86,7 @@ def replay_disagg_row(path: str, r: DisaggRow, cache: dict) -> tuple[float, floa
                spec.label if spec is not None and role == "decode" else None)
         if key not in cache:
             s = role_setup(path, r, role, params, engine)
-            sp = _speculation(path, r, spec) if role == "decode" else None
+            sp = speculation_of(path, r, spec) if role == "decode" else None
             cache[key] = (s, _instance_plan(s, params, engine, ctx, sp))
         setups.append(cache[key][0])
         plans.append(cache[key][1])

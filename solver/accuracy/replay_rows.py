@@ -173,7 +173,7 @@ def launch_speculation(r) -> RowSpeculation | None:
     return RowSpeculation(*ran, source=f"its {tool} launch script: solver/accuracy/inferencex.py")
 
 
-def _speculation(path: str, r, spec: Speculative | None) -> Speculation | None:
+def speculation_of(path: str, r, spec: Speculative | None) -> Speculation | None:
     """The performance model's speculation of a row's `spec` (its draft model's card resolved)."""
     if spec is None:
         return None
@@ -226,7 +226,7 @@ def _group_plan(path: str, rows: list, idx: list[int], params: EngineParams, eng
     # as solver/replay/instance.py `instance_plan`, with the mixed-batch slowdown settable
     steps = StepTimes.build(arch, hw, plan, params, Limits(conc, max(chunk, CHUNK_TOKENS), _context_limit(ctx)),
                             slowdown)
-    sp = _speculation(path, first, spec)
+    sp = speculation_of(path, first, spec)
     if sp is not None:  # the grid's decode cycles at the speculative rate (it sets the rows' spec)
         steps = speculating(steps, arch, hw, plan, params, sp)
     block = make_policy(engine).block_tokens

@@ -130,8 +130,8 @@ def predict_rows(
     tables: bool = True,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Predicted (ttft_ms, tpot_ms) per row; `params_for(engine)` gives each engine's parameters
-    (the shipped calibrations by default; a calibration fit passes candidates). nan for the rows
-    `closed_form_reasons` names."""
+    (the shipped calibrations by default; a calibration fit passes candidates). nan for a row
+    that ran speculative decoding (`row_launch_speculation`), which the closed form does not model."""
     ttft = np.full(len(rows), np.nan)
     tpot = np.full(len(rows), np.nan)
     groups: dict[tuple, list[int]] = defaultdict(list)
@@ -178,8 +178,8 @@ def row_launch_speculation(r: Row) -> RowSpeculation | None:
 PREDICTORS = ("closed-form", "replay")
 
 
-def _reason(r: Row, model: str) -> str | None:
-    spec = row_launch_speculation(r)
+def _reason(spec: RowSpeculation | None, model: str) -> str | None:
+    """Why a row of speculative decoding `spec` has no prediction by `model`, or None."""
     if spec is None:
         return None
     return spec.unpredictable() or (CLOSED_FORM_SPEC if model != "replay" else None)
@@ -194,8 +194,8 @@ def _colocated(path: str, text: str, model: str) -> ValidationReport:
         ttft, tpot = replay_rows(path, rows)
     else:
         ttft, tpot = predict_rows(path, rows)
-    reasons = [_reason(r, model) for r in rows]
     specs = [row_launch_speculation(r) for r in rows]
+    reasons = [_reason(spec, model) for spec in specs]
     out_rows = [
         ValidationRow(
             line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,
