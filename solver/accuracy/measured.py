@@ -111,6 +111,11 @@ class RowSpeculation:
         return (f"ran speculative decoding {self.label} ({self.source}) at an acceptance rate the row does not "
                 f"record; give it as METHOD:K:A in a speculative column")
 
+    def why_not(self, model: str, closed_form: str) -> str | None:
+        """Why predictor `model` gives the row nothing: no acceptance rate, or `closed_form` (the
+        closed form's reason) when `model` is not the replay; None when the replay predicts it."""
+        return self.unpredictable() or (closed_form if model != "replay" else None)
+
 
 def row_speculation(raw: dict, bad: Bad) -> RowSpeculation | None:
     """A row's `speculative` column: empty (none), METHOD:K (ran it, acceptance not recorded) or

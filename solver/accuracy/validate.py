@@ -178,13 +178,6 @@ def row_launch_speculation(r: Row) -> RowSpeculation | None:
 PREDICTORS = ("closed-form", "replay")
 
 
-def _reason(spec: RowSpeculation | None, model: str) -> str | None:
-    """Why a row of speculative decoding `spec` has no prediction by `model`, or None."""
-    if spec is None:
-        return None
-    return spec.unpredictable() or (CLOSED_FORM_SPEC if model != "replay" else None)
-
-
 def _colocated(path: str, text: str, model: str) -> ValidationReport:
     header, rows = parse_measured(path, text)
     if model == "replay":
@@ -195,7 +188,7 @@ def _colocated(path: str, text: str, model: str) -> ValidationReport:
     else:
         ttft, tpot = predict_rows(path, rows)
     specs = [row_launch_speculation(r) for r in rows]
-    reasons = [_reason(spec, model) for spec in specs]
+    reasons = [spec.why_not(model, CLOSED_FORM_SPEC) if spec else None for spec in specs]
     out_rows = [
         ValidationRow(
             line=r.line, model=r.model, hardware=r.hardware, precision=r.precision,

@@ -21,12 +21,6 @@ CLOSED_FORM_SPEC = ("the closed form does not model a speculating decode pool in
                     "--model replay does")
 
 
-def _reason(r: DisaggRow, model: str) -> str | None:
-    if r.speculation is None:
-        return None
-    return r.speculation.unpredictable() or (CLOSED_FORM_SPEC if model != "replay" else None)
-
-
 def _row(r: DisaggRow, ttft: float, tpot: float, why: str | None) -> ValidationRow:
     plans = {role: RolePlanRow(**{k: r.ints[f"{role}_{k}"] for k in PLAN}) for role in ROLES}
     spec = r.speculation
@@ -43,7 +37,7 @@ def _row(r: DisaggRow, ttft: float, tpot: float, why: str | None) -> ValidationR
 def validate_disagg(path: str, text: str, model: str) -> ValidationReport:
     rows = parse_disagg(path, text)
     ttft, tpot = np.full(len(rows), np.nan), np.full(len(rows), np.nan)
-    why = [_reason(r, model) for r in rows]
+    why = [r.speculation.why_not(model, CLOSED_FORM_SPEC) if r.speculation else None for r in rows]
     idx = [k for k in range(len(rows)) if why[k] is None]
     if idx:
         if model == "replay":
