@@ -4,8 +4,10 @@ row's closed loop.
 
 A closed loop of N clients over `prefill_workers` prefill and `decode_workers` decode instances
 (rows: solver/accuracy/disagg_rows.py):
-- TPOT: `decode_role`'s decode cycle of a decode instance running its share of the clients,
-  B = max(decode_batch x decode_dp, ceil(N / decode_workers)) sequences at the mean context;
+- TPOT: `decode_role`'s decode cycle of a decode instance running its share of the clients
+  up to its limit, B = min(decode_batch x decode_dp, ceil(N / decode_workers)) sequences at the
+  mean context (clients beyond the decode slots wait there; the closed form does not charge that
+  wait, the replay does: solver/accuracy/replay_disagg.py);
 - TTFT: the M/D/1 median wait at the prefill instances' utilization, plus `prefill_role`'s
   prompt latency, the KV transfer and the engine's request overhead (the terms of
   `prefill_role`'s TTFT), where each client sends a request every TTFT + (output - 1) x TPOT, so
@@ -47,7 +49,7 @@ def closed_form_row(path: str, r: DisaggRow) -> tuple[float, float]:
     n, out = r.ints["concurrency"], r.ints["output_tokens"]
     wl = rt.Workload(np.array([float(r.ints["input_tokens"])]), np.array([float(out)]))
     pre = role_setup(path, r, "prefill", params, engine)
-    dec = role_setup(path, r, "decode", params, engine)
+    dec = role_setup(path, r, "decode", params, engine, running=-(-n // r.ints["decode_workers"]))
     tpot = float(rt.decode_role(dec.arch, dec.hw, dec.plan, wl, Slo(), params).tpot_p50_ms[0]) * 1e-3
     base, per_request = _prefill_terms(pre, wl, params)
 

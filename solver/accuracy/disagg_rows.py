@@ -6,9 +6,12 @@ prefill_batch, decode_tp, decode_pp, decode_ep, decode_dp, decode_workers, decod
 ttft_ms, tpot_ms and optionally engine, benchmark and source_id (as written by
 `benchmarks/silicon_disagg_to_validate.py`). One row is one closed-loop benchmark of
 `prefill_workers` prefill instances and `decode_workers` decode instances of their own
-parallelism. `*_batch` is per attention-data-parallel rank, as the sample records it
-(concurrency = decode_batch x decode_workers x decode_dp in its database dumps): a worker runs
-batch x dp sequences, a decode worker at least its share of the clients.
+parallelism. `*_batch` is the engine's batch limit per attention-data-parallel rank
+(TensorRT-LLM's `max_batch_size` with attention DP is per rank): a worker runs at most
+batch x dp sequences, and clients beyond a decode pool's slots wait for one. (aiconfigurator's
+database dumps record concurrency / (decode_workers x decode_dp) there;
+benchmarks/silicon_disagg_to_validate.py writes the InferenceX recipes' limit instead where it
+is known, `benchmarks/inferencex_disagg_recipes.py`.)
 
 The KV cache crosses the scale-out network as the planner charges it
 (solver/perf/runtime.py `kv_transfer_s`: every NIC of the prefill instance in parallel, the
@@ -113,11 +116,14 @@ def parse_disagg(path: str, text: str) -> list[DisaggRow]:
     return rows
 
 
-def role_setup(path: str, r: DisaggRow, role: str, params: EngineParams, engine: str) -> RoleSetup:
+def role_setup(path: str, r: DisaggRow, role: str, params: EngineParams, engine: str,
+               running: int | None = None) -> RoleSetup:
+    """One role's instance; its batch is the worker's sequence limit (a client beyond the slots
+    waits), or `running` sequences where fewer run (the closed form's decode share)."""
     g = {k: r.ints[f"{role}_{k}"] for k in PLAN}
     batch = g["batch"] * g["dp"]
-    if role == "decode":  # a decode worker holds its share of the clients
-        batch = max(batch, -(-r.ints["concurrency"] // g["workers"]))
+    if running is not None:  # at least one per attention-DP rank: the busiest rank's step
+        batch = max(g["dp"], min(batch, running))
     chunk = max(CHUNK_TOKENS, batch * r.ints["input_tokens"]) if role == "prefill" else CHUNK_TOKENS
     arch = ModelArch.from_card(shipped.model_card(r.raw["model"]))
     try:

@@ -3,18 +3,22 @@
 Each row (solver/accuracy/disagg_rows.py) is replayed as its benchmark ran: the harness's closed
 loop (`solver.accuracy.replay_rows.benchmark_tool`, `solver/replay/sources/harness.py`) against
 a `solver/replay/fleet.py` `Disaggregated` service of one prefill pool (`prefill_workers`
-instances, least-queue router) and one decode pool (`decode_workers` instances), each worker an
-engine instance of its role with one step-time grid per plan, and the KV link the planner
-charges (`disagg_rows.kv_link`). A request's first token is out when its KV cache has landed on
-the decode instance: the prefill computes it, and the decode server streams it as soon as the
-transfer is polled done, from a batch that skips the forward pass (SGLang
+instances) and one decode pool (`decode_workers` instances), each worker an engine instance of
+its role with one step-time grid per plan, and the KV link the planner charges
+(`disagg_rows.kv_link`). Both pools take requests round-robin: the measured runs put NVIDIA
+Dynamo's frontend in front of the workers (NVIDIA/srt-slurm src/srtctl/frontends/dynamo.py
+starts `python3 -m dynamo.frontend` with no `--router-mode`), whose router defaults to
+round-robin (ai-dynamo/dynamo components/src/dynamo/frontend/main.py, `--router-mode` default
+`round-robin`). A request's first token is out when a decode worker admits it after its KV cache
+has landed: the prefill computes it, and the decode server streams it once the request holds a
+slot of its batch and the transfer is done, from a batch that skips the forward pass (SGLang
 python/sglang/srt/disaggregation/decode.py, the request life cycle PreallocQueue ->
 TransferQueue -> WaitingQueue -> PrebuiltExtendBatch, and
 scheduler_output_processor_mixin.py `process_batch_result_prebuilt` -> `stream_output`; Dynamo's
 SGLang KV-transfer explainer, components/backends/sglang/docs/sglang-kv-transfer-explainer.md,
-read in the vickiegpt/dynamo fork, has the same order). The decode scheduler's pick-up of a
-landed request (its polling, the rest of a running decode iteration: at most one decode step) is
-not modelled. TTFT and TPOT: the mean over the measured requests, plus the engine's request
+read in the vickiegpt/dynamo fork, has the same order). A decode worker holds at most
+`decode_batch` x `decode_dp` sequences (the engine's `max_batch_size`), so a client beyond its
+slots waits there for one to free. TTFT and TPOT: the mean over the measured requests, plus the engine's request
 overhead on TTFT, as `replay_rows` reads them. A row's speculative decoding (its `speculative`
 column, with the acceptance rate) runs on its decode workers, whose step times speculate as a
 colocated instance's do (solver/replay/speculation.py); the draft module's pass over the prompt on
@@ -56,9 +60,9 @@ def _instance_plan(s: RoleSetup, params, engine: str, ctx: int, spec=None) -> In
 
 def replay_pools(src, plans: tuple[InstancePlan, InstancePlan], workers: tuple[int, int], link: KvLink) -> None:
     """Run `src` through `workers[0]` prefill instances of plans[0], the link and `workers[1]`
-    decode instances of plans[1] (least-queue routers)."""
+    decode instances of plans[1] (round-robin routers, as Dynamo's frontend routes)."""
     table, tags = src.table, Tags()
-    pools = [Pool(table, [ip.instance(table, i, role) for i in range(n)], "least_queue", index=k, tags=tags,
+    pools = [Pool(table, [ip.instance(table, i, role) for i in range(n)], "round_robin", index=k, tags=tags,
                   role=role) for k, (role, ip, n) in enumerate(zip(ROLES, plans, workers))]
     run(src, Disaggregated(table, [pools[0]], [1.0], [pools[1]], [1.0], [[link]], tags))
 

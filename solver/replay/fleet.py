@@ -8,9 +8,11 @@ drives an instance, a pool or the whole fleet alike:
 - `Disaggregated`: a service's prefill pools and decode pools. A prompt finished on a prefill
   instance (its first token sampled there) crosses the KV link to a decode pool chosen in
   proportion to the decode pools' capacities, and is submitted there when the transfer lands,
-  to the instance the decode pool's router picks. Its first token reaches the client when the
-  transfer lands: TTFT = queueing + prefill + KV transfer, as the performance model's
-  disaggregated prefill role defines it (solver/perf/runtime.py `prefill_role`);
+  to the instance the decode pool's router picks. Its first token reaches the client when that
+  decode instance admits it: TTFT = queueing + prefill + KV transfer (as the performance model's
+  disaggregated prefill role defines it, solver/perf/runtime.py `prefill_role`) + the wait for a
+  decode slot (the rest of a running iteration; longer when the instance holds its
+  `max_batch` sequences);
 - `Split`: a service's targets (each colocated pool, the disaggregated part) in proportion to
   their planned capacity (`Splitter`);
 - `Fleet`: every service; a request goes to its service's server (the `service` tag that
@@ -241,12 +243,17 @@ class Disaggregated:
     A request whose prompt is done on prefill pool p at t (its `first_token_s` as the prefill
     instance wrote it; a request returned without one was rejected there and is done, never
     finished) goes to decode pool d (the decode splitter's next pick) and lands
-    at t + links[p][d].seconds(prompt tokens); its first token reaches the client then. At the
-    landing it is submitted to decode pool d (its router picks the instance), unless it wants a
-    single output token, which the prefill already produced: it is finished at the landing (and
-    counted with decode pool d).
-    When the decode pool finishes it, its `first_token_s` and `queued_s` are set back to the
-    landing and the prefill queueing (a decode instance may have written its own).
+    at t + links[p][d].seconds(prompt tokens). At the landing it is submitted to decode pool d
+    (its router picks the instance), unless it wants a single output token, which the prefill
+    already produced: it is finished at the landing (and counted with decode pool d).
+    Its first token reaches the client when the decode instance admits it (a slot among its
+    `max_batch` sequences, at an iteration boundary): a decode server takes a request into its
+    batch before it streams anything of it (SGLang's decode PreallocQueue holds a request until
+    a request slot and its KV fit, python/sglang/srt/disaggregation/decode.py; TensorRT-LLM's
+    generation server schedules a DISAGG_GENERATION_INIT request under its `max_batch_size`
+    before its first response, tensorrt_llm/_torch/pyexecutor/py_executor.py). When the decode
+    pool finishes it, its `first_token_s` is set to the later of the landing and that admission,
+    and `queued_s` back to the prefill queueing.
     """
 
     role = "disaggregated"
@@ -283,7 +290,8 @@ class Disaggregated:
             fin = np.asarray(self.decode[d].advance(t_s), dtype=np.int64)
             self._decode_next[d] = float(self.decode[d].next_event_s())
             if len(fin):
-                self.table._first_token_s[fin] = self.tags.at("ttft_s", fin)
+                admitted = self.table._arrival_s[fin] + self.table._queued_s[fin]  # the decode admission
+                self.table._first_token_s[fin] = np.maximum(self.tags.at("ttft_s", fin), admitted)
                 self.table._queued_s[fin] = self.tags.at("prefill_queued_s", fin)
                 done.append(fin)
         return _by_time(done, self.table._finish_s)

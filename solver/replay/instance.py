@@ -171,8 +171,9 @@ class Instance:
             self.prefilling.append(seq)
         if not seq.started:
             seq.started = True
-            if self.role != "decode":
-                self.table._queued_s[seq.id] = self.t - self.table._arrival_s[seq.id]
+            # time from arrival to the first scheduled iteration; on a decode instance, to the
+            # admission that gives its landed KV a slot (solver/replay/fleet.py `Disaggregated`)
+            self.table._queued_s[seq.id] = self.t - self.table._arrival_s[seq.id]
             if self.role != "prefill":
                 self.table._instance[seq.id] = self.index
 

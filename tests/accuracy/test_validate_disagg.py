@@ -46,6 +46,24 @@ def test_hand_computed_replay_of_two_requests():
     assert ttft == pytest.approx(92.0, abs=1e-9) and tpot == pytest.approx(10.0, abs=1e-9)
 
 
+def test_a_landed_request_waits_for_a_decode_slot_before_its_first_token():
+    # as above, but the decode worker holds one sequence (max batch 1) and decodes in 0.04 s:
+    # request 0 lands at 0.062 (first token), tokens 2 and 3 at 0.102 and 0.142. Request 1 lands
+    # at 0.112 while request 0 holds the slot; admitted at 0.142, its first token is out then
+    # (not at the landing), tokens 2 and 3 at 0.182 and 0.222. Mean TTFT (0.062 + 0.142) / 2 =
+    # 102 ms; TPOT 40 ms each, the wait in neither's decode.
+    t = RequestTable()
+    src = ListSource(t, [0.0, 0.0], 1000, 3)
+    pre = InstancePlan(FixedSteps(0.01, 0.05), 100_000, "vllm", 1, 8192)
+    dec = InstancePlan(FixedSteps(0.04, 0.05), 100_000, "vllm", 1, 8192)
+    replay_pools(src, (pre, dec), (1, 1), KvLink(0.002, 1e-5))
+    assert t.first_token_s[:2] == pytest.approx([0.062, 0.142], abs=1e-12)
+    assert t.finish_s[:2] == pytest.approx([0.142, 0.222], abs=1e-12)
+    assert t.queued_s[:2] == pytest.approx([0.0, 0.05], abs=1e-12)  # the prefill queueing
+    ttft, tpot = measured_means(t, 0.0)
+    assert ttft == pytest.approx(102.0, abs=1e-9) and tpot == pytest.approx(40.0, abs=1e-9)
+
+
 def test_kv_link_is_the_planners_transfer():
     # Llama-3.1-8B bf16: 32 layers x 8 KV heads x 128 x (K, V) x 2 bytes = 131,072 B per token;
     # one H100's NIC: 50 GB/s x 0.73 efficiency, 10 us (hardware/h100-sxm.yaml)
@@ -59,7 +77,8 @@ def test_kv_link_is_the_planners_transfer():
 def test_closed_form_is_the_role_formulas_at_low_load():
     # two clients, 8 output tokens: the prefill runs far below rho 0.5, where the M/D/1 median
     # wait is 0, so TTFT = prompt latency + KV transfer + request overhead; TPOT: the decode
-    # cycle of a worker running max(2 x 1, ceil(2 / 2)) = 2 sequences
+    # cycle of a worker running its share of the clients within its limit, min(2 x 1, ceil(2 / 2))
+    # = 1 sequence
     rep = validate_text("d.csv", HEADER + ROWS)
     r = parse_disagg("d.csv", HEADER + ROWS)[0]
     params = engine_params("vllm")
@@ -69,8 +88,12 @@ def test_closed_form_is_the_role_formulas_at_low_load():
     kv = float(rt.kv_transfer_s(pre.arch, pre.hw, pre.plan, 512.0, params)[0]) * 1e3
     assert dec.batch == 2 and pre.batch == 1
     assert rep.rows[0].predicted_ttft_ms == pytest.approx(prompt + kv + params.request_overhead_ms, abs=1e-3)
-    tpot = float(rt.decode_role(dec.arch, dec.hw, dec.plan, wl, Slo(), params).tpot_p50_ms[0])
+    share = role_setup("d.csv", r, "decode", params, "vllm", running=1)
+    assert share.batch == 1
+    tpot = float(rt.decode_role(share.arch, share.hw, share.plan, wl, Slo(), params).tpot_p50_ms[0])
     assert rep.rows[0].predicted_tpot_ms == pytest.approx(tpot, abs=1e-3)
+    two = float(rt.decode_role(dec.arch, dec.hw, dec.plan, wl, Slo(), params).tpot_p50_ms[0])
+    assert tpot < two  # not the decode cycle at the worker's limit of 2
     assert rep.rows[0].mode == "disaggregated" and rep.rows[0].tp is None
     assert rep.rows[1].decode.batch == 8 and rep.rows[1].prefill.workers == 2
 

@@ -113,14 +113,16 @@ def _disagg(table, tags, prefill_s=0.1, decode_s=0.5, link=KvLink(0.002, 1e-5)):
     return Disaggregated(table, [pre], [1.0], [dec], [1.0], [[link]], tags)
 
 
-def test_disaggregated_ttft_is_prefill_plus_transfer():
+def test_disaggregated_ttft_is_prefill_transfer_and_the_wait_for_a_decode_slot():
     # prompt 1000 tokens: transfer 0.002 + 1000 x 1e-5 = 0.012 s; prefill 0.1 s; decode 0.5 s
     src = FixedSource([0.0, 0.0, 1.0], 1000, 20)
     tags = Tags()
     run(src, _disagg(src.table, tags))
     t = src.table
-    # request 1 waits 0.1 s for the prefill instance; request 2 finds everything idle
-    assert t.first_token_s == pytest.approx([0.112, 0.212, 1.112], abs=1e-12)
+    # request 1 waits 0.1 s for the prefill instance and lands at 0.212, but the decode server
+    # (one sequence at a time) admits it only when request 0 is done at 0.612: its first token
+    # is out then; request 2 finds everything idle
+    assert t.first_token_s == pytest.approx([0.112, 0.612, 1.112], abs=1e-12)
     # decode: one at a time, 0.5 s each, from the landing (request 1 waits for request 0)
     assert t.finish_s == pytest.approx([0.612, 1.112, 1.612], abs=1e-12)
     assert t.queued_s == pytest.approx([0.0, 0.1, 0.0], abs=1e-12)  # the prefill queueing, kept
