@@ -69,9 +69,24 @@ def _row_layout(r: dict, role: str) -> tuple[int, ...]:
     return tuple(int(r[f"{role}_{k}"]) for k in ("tp", "ep", "dp", "workers"))
 
 
+FRAMEWORKS = {"trtllm": "trt", "sglang": "sglang"}
+
+
+def decode_limit(recipe: dict, engine: str, dp: int) -> int | None:
+    """The decode worker's sequence limit per attention-DP rank: TensorRT-LLM's
+    `max_batch_size` (per rank already), SGLang's `max-running-requests` (the server's, split
+    over its DP ranks)."""
+    cfg = recipe.get("backend") or {}
+    if engine == "trtllm":
+        v = ((cfg.get("trtllm_config") or {}).get("decode") or {}).get("max_batch_size")
+        return int(v) if v else None
+    v = ((cfg.get("sglang_config") or {}).get("decode") or {}).get("max-running-requests")
+    return max(1, int(v) // dp) if v else None
+
+
 def find_recipe(r: dict, master: dict) -> str | None:
     """The recipe of a sample row's search-space point (plain decoding), or None."""
-    entry = master.get(f"dsr1-{r['precision']}-{GPUS[r['hardware']]}-dynamo-trt") or {}
+    entry = master.get(f"dsr1-{r['precision']}-{GPUS[r['hardware']]}-dynamo-{FRAMEWORKS[r['engine']]}") or {}
     for lengths in entry.get("seq-len-configs", []):
         if (lengths["isl"], lengths["osl"]) != (int(r["input_tokens"]), int(r["output_tokens"])):
             continue
@@ -83,11 +98,24 @@ def find_recipe(r: dict, master: dict) -> str | None:
     return None
 
 
+def _recipe_before(srt_slurm: str, path: str, end: str) -> tuple[str, dict | None]:
+    """The recipe's last version before `end` (else its first): (commit, parsed yaml)."""
+    for c in _git(srt_slurm, "log", "--all", "--format=%H", f"--before={end}", "--", path).split():
+        text = _git(srt_slurm, "show", f"{c}:{path}")
+        if text:  # (a commit that deleted the file has none)
+            return c, yaml.safe_load(text)
+    for c in _git(srt_slurm, "log", "--all", "--reverse", "--format=%H", "--", path).split():
+        text = _git(srt_slurm, "show", f"{c}:{path}")
+        if text:
+            return c, yaml.safe_load(text)
+    return "", None
+
+
 def recipes(inferencex: str, srt_slurm: str) -> list[dict]:
     masters: dict[str, dict] = {}
     out = []
     for r in csv.DictReader(SAMPLE.open()):
-        if r["hardware"] not in GPUS or r["engine"] != "trtllm":
+        if r["hardware"] not in GPUS or r["engine"] not in FRAMEWORKS:
             continue
         end = _day_after(r["measured"]) + "T00:00:00Z"
         ix = _git(inferencex, "rev-list", "-1", f"--before={end}", "HEAD").strip()
@@ -96,13 +124,12 @@ def recipes(inferencex: str, srt_slurm: str) -> list[dict]:
         path = find_recipe(r, masters[ix])
         if path is None:
             continue
-        ss = (_git(srt_slurm, "log", "--all", "-1", "--format=%H", f"--before={end}", "--", path).strip()
-              or next(iter(_git(srt_slurm, "log", "--all", "--reverse", "--format=%H", "--", path).split()), ""))
-        if not ss:
+        ss, recipe = _recipe_before(srt_slurm, path, end)
+        limit = decode_limit(recipe, r["engine"], int(r["decode_dp"])) if recipe else None
+        if limit is None:
             continue
-        decode = yaml.safe_load(_git(srt_slurm, "show", f"{ss}:{path}"))["backend"]["trtllm_config"]["decode"]
         out.append({"source_id": r["source_id"], "inferencex_commit": ix, "config_file": path,
-                    "srt_slurm_commit": ss, "decode_max_batch": int(decode["max_batch_size"]),
+                    "srt_slurm_commit": ss, "decode_max_batch": limit,
                     "sample_decode_batch": int(r["decode_batch"])})
     return out
 

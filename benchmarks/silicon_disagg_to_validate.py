@@ -15,6 +15,10 @@ decode) and batch (`prefill_batch_size`, `decode_batch_size`); the client concur
     decode_tp, decode_pp, decode_ep, decode_dp, decode_workers, decode_batch,
     ttft_ms, tpot_ms, engine, source_id, source_system, source_model, engine_version, measured
 
+The sample's decode batch is the clients' share, not the engine's limit; run
+benchmarks/inferencex_disagg_recipes.py afterwards to write the limits the InferenceX runs
+launched with (their srt-slurm recipes' decode `max_batch_size` / `max-running-requests`).
+
 A row is replayable only if the sample records its worker layout. The InferenceX database-dump
 rows (ids ending `_cfgN`, `db-dump/...` sources) do: `prefill_num_workers`,
 `decode_num_workers`, the per-role parallelism, and batches with concurrency = decode_batch x
