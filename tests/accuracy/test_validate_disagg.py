@@ -30,16 +30,23 @@ ROWS = ("llama-3.1-8b,h100-sxm,bf16,disaggregated,512,8,2,1,1,1,1,1,1,1,1,1,1,2,
         "llama-3.1-8b,h100-sxm,bf16,disaggregated,2048,64,8,1,1,1,1,2,1,1,1,1,1,1,8,90.0,9.0,vllm,x_cfg2\n")
 
 
+def _two_requests(decode_step_s: float, decode_batch: int) -> RequestTable:
+    """Two 1000-token prompts of 3 output tokens sent at 0 through one prefill worker (0.05 s per
+    prompt, one at a time), the link 0.002 + 1000 x 1e-5 s and one decode worker."""
+    t = RequestTable()
+    src = ListSource(t, [0.0, 0.0], 1000, 3)
+    pre = InstancePlan(FixedSteps(0.01, 0.05), 100_000, "vllm", 1, 8192)
+    dec = InstancePlan(FixedSteps(decode_step_s, 0.05), 100_000, "vllm", decode_batch, 8192)
+    replay_pools(src, (pre, dec), (1, 1), KvLink(0.002, 1e-5))
+    return t
+
+
 def test_hand_computed_replay_of_two_requests():
     # prefill 0.05 s per iteration, one prompt at a time; KV link 0.002 + 1000 x 1e-5 = 0.012 s;
     # decode iterations 0.01 s. Request 0: prefill 0-0.05, lands 0.062 (first token), tokens 2
     # and 3 at 0.072 and 0.082. Request 1 waits for the prefill: 0.05-0.10, lands 0.112,
     # finishes 0.132. Mean TTFT (0.062 + 0.112) / 2 = 87 ms (+ 5 ms overhead), TPOT 10 ms.
-    t = RequestTable()
-    src = ListSource(t, [0.0, 0.0], 1000, 3)
-    pre = InstancePlan(FixedSteps(0.01, 0.05), 100_000, "vllm", 1, 8192)
-    dec = InstancePlan(FixedSteps(0.01, 0.05), 100_000, "vllm", 2, 8192)
-    replay_pools(src, (pre, dec), (1, 1), KvLink(0.002, 1e-5))
+    t = _two_requests(decode_step_s=0.01, decode_batch=2)
     assert t.first_token_s[:2] == pytest.approx([0.062, 0.112], abs=1e-12)
     assert t.finish_s[:2] == pytest.approx([0.082, 0.132], abs=1e-12)
     ttft, tpot = measured_means(t, 5.0)
@@ -52,11 +59,7 @@ def test_a_landed_request_waits_for_a_decode_slot_before_its_first_token():
     # at 0.112 while request 0 holds the slot; admitted at 0.142, its first token is out then
     # (not at the landing), tokens 2 and 3 at 0.182 and 0.222. Mean TTFT (0.062 + 0.142) / 2 =
     # 102 ms; TPOT 40 ms each, the wait in neither's decode.
-    t = RequestTable()
-    src = ListSource(t, [0.0, 0.0], 1000, 3)
-    pre = InstancePlan(FixedSteps(0.01, 0.05), 100_000, "vllm", 1, 8192)
-    dec = InstancePlan(FixedSteps(0.04, 0.05), 100_000, "vllm", 1, 8192)
-    replay_pools(src, (pre, dec), (1, 1), KvLink(0.002, 1e-5))
+    t = _two_requests(decode_step_s=0.04, decode_batch=1)
     assert t.first_token_s[:2] == pytest.approx([0.062, 0.142], abs=1e-12)
     assert t.finish_s[:2] == pytest.approx([0.142, 0.222], abs=1e-12)
     assert t.queued_s[:2] == pytest.approx([0.0, 0.05], abs=1e-12)  # the prefill queueing
