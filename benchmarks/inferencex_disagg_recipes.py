@@ -18,7 +18,8 @@ REPO arguments are git directories of SemiAnalysisAI/InferenceX and NVIDIA/srt-s
 with `git show`; the recipes' own home, ishandhanani/srt-slurm `sa-submission-q1-2026`, holds
 the same paths). Each row takes the InferenceX configuration of the end of its measured day and
 the recipe's last version before then (else its first). The table goes to
-benchmarks/data/inferencex_disagg_recipes.csv (source_id, the commits, the recipe, the limit);
+benchmarks/data/inferencex_disagg_recipes.csv (source_id, the commits, the recipe, the limit,
+and the clients per decode rank the dumps record instead);
 `--apply` writes the limits into benchmarks/data/silicon_sample_disagg_validate.csv's
 `decode_batch` (run after benchmarks/silicon_disagg_to_validate.py). SGLang rows keep the
 sample's value: their recipes set no per-worker batch in this form.
@@ -39,7 +40,7 @@ TABLE = DATA / "inferencex_disagg_recipes.csv"
 SAMPLE = DATA / "silicon_sample_disagg_validate.csv"
 GPUS = {"b200": "b200", "h100-sxm": "h100", "h200-sxm": "h200"}
 FIELDS = ["source_id", "inferencex_commit", "config_file", "srt_slurm_commit", "decode_max_batch",
-          "sample_decode_batch"]
+          "clients_per_rank"]
 
 
 def _git(repo: str, *args: str) -> str:
@@ -130,7 +131,7 @@ def recipes(inferencex: str, srt_slurm: str) -> list[dict]:
             continue
         out.append({"source_id": r["source_id"], "inferencex_commit": ix, "config_file": path,
                     "srt_slurm_commit": ss, "decode_max_batch": limit,
-                    "sample_decode_batch": int(r["decode_batch"])})
+                    "clients_per_rank": -(-int(r["concurrency"]) // (int(r["decode_workers"]) * int(r["decode_dp"])))})
     return out
 
 
@@ -157,6 +158,9 @@ def main() -> None:
     ap.add_argument("--srt-slurm", required=True, help="git directory of NVIDIA/srt-slurm")
     ap.add_argument("--apply", action="store_true", help="write the limits into the validate CSV")
     a = ap.parse_args()
+    for flag, repo in (("--inferencex", a.inferencex), ("--srt-slurm", a.srt_slurm)):
+        if not _git(repo, "rev-parse", "--verify", "HEAD").strip():
+            raise SystemExit(f"error: {flag} {repo}: not a git directory with a HEAD commit")
     table = recipes(a.inferencex, a.srt_slurm)
     with TABLE.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=FIELDS, lineterminator="\n")
