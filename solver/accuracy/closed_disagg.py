@@ -33,10 +33,11 @@ from .replay_rows import DEFAULT_ENGINE
 _ITERS = 60  # bisection steps on TTFT: the bracket shrinks 2^60-fold
 
 
-def _prefill_terms(s, wl: rt.Workload, params) -> tuple[float, float]:
-    """(TTFT without the queue wait, s; seconds of the instance per request) of a prefill role."""
+def _prefill_terms(s, wl: rt.Workload, params, decode_tp: int) -> tuple[float, float]:
+    """(TTFT without the queue wait, s; seconds of the instance per request) of a prefill role
+    shipping its KV to decode instances of attention tensor-parallel size `decode_tp`."""
     role = rt.prefill_role(s.arch, s.hw, s.plan, wl, Slo(), params)
-    kv = float(rt.kv_transfer_s(s.arch, s.hw, s.plan, wl.input_tokens, params)[0])
+    kv = float(rt.kv_transfer_s(s.arch, s.hw, s.plan, wl.input_tokens, params, decode_tp=decode_tp)[0])
     st = stage_time(s.arch, s.hw, s.plan, Load.prefill(s.plan.batch / s.plan.dp, wl.input_tokens), params)
     per_request = float((st.stage_s[0] + params.step_overhead_ms * 1e-3) / s.batch)
     return float(role.prefill_ms[0]) * 1e-3 + kv + params.request_overhead_ms * 1e-3, per_request
@@ -51,7 +52,7 @@ def closed_form_row(path: str, r: DisaggRow) -> tuple[float, float]:
     pre = role_setup(path, r, "prefill", params, engine)
     dec = role_setup(path, r, "decode", params, engine, running=-(-n // r.ints["decode_workers"]))
     tpot = float(rt.decode_role(dec.arch, dec.hw, dec.plan, wl, Slo(), params).tpot_p50_ms[0]) * 1e-3
-    base, per_request = _prefill_terms(pre, wl, params)
+    base, per_request = _prefill_terms(pre, wl, params, int(dec.plan.tp[0]))
 
     def excess(ttft: float) -> float:  # > 0 where the guess is above what it implies
         rho = n / (ttft + (out - 1) * tpot) / r.ints["prefill_workers"] * per_request

@@ -14,8 +14,9 @@ benchmarks/silicon_disagg_to_validate.py writes the InferenceX recipes' limit in
 is known, `benchmarks/inferencex_disagg_recipes.py`.)
 
 The KV cache crosses the scale-out network as the planner charges it
-(solver/perf/runtime.py `kv_transfer_s`: every NIC of the prefill instance in parallel, the
-card's scale-out bandwidth and latency, the engine's transfer overlap).
+(solver/perf/runtime.py `kv_transfer_s`: the NICs of a request's attention group in parallel,
+an MLA model's latent copies for every decode attention rank, the card's scale-out bandwidth
+and latency, the engine's transfer overlap), with the row's decode plan.
 """
 
 from __future__ import annotations
@@ -137,10 +138,13 @@ def role_setup(path: str, r: DisaggRow, role: str, params: EngineParams, engine:
     return RoleSetup(arch, hw, plan, batch, chunk)
 
 
-def kv_link(prefill: RoleSetup, params: EngineParams) -> KvLink:
-    """The prefill instance's link to a decode instance, linear in prompt tokens."""
-    t0, t1 = (float(rt.kv_transfer_s(prefill.arch, prefill.hw, prefill.plan, np.array([n]), params)[0])
-              for n in (0.0, 1.0))
+def kv_link(prefill: RoleSetup, params: EngineParams, decode: RoleSetup | None = None) -> KvLink:
+    """The prefill instance's link to a decode instance, linear in prompt tokens; with the
+    decode's attention tensor-parallel size where it is known (an MLA model's latent cache goes
+    to every decode attention rank: solver/perf/runtime.py `kv_transfer_s`)."""
+    dtp = None if decode is None else decode.plan.tp
+    t0, t1 = (float(rt.kv_transfer_s(prefill.arch, prefill.hw, prefill.plan, np.array([n]), params,
+                                     decode_tp=dtp)[0]) for n in (0.0, 1.0))
     return KvLink(t0, t1 - t0)
 
 

@@ -97,7 +97,7 @@ def replay_disagg_row(path: str, r: DisaggRow, cache: dict) -> tuple[float, floa
     src = benchmark_source(benchmark_tool(r.raw), r.ints["concurrency"], r.ints["input_tokens"],
                            r.ints["output_tokens"])
     replay_pools(src, (plans[0], plans[1]), (r.ints["prefill_workers"], r.ints["decode_workers"]),
-                 kv_link(setups[0], params))
+                 kv_link(setups[0], params, setups[1]))
     return measured_means(src.table, params.request_overhead_ms)
 
 

@@ -159,20 +159,33 @@ def prompt_latency(
 
 def kv_transfer_s(
     arch: ModelArch, hw: HardwareTable, plans: Plans, tokens, engine: EngineParams,
-    link: tuple[np.ndarray, np.ndarray] | None = None,
+    link: tuple[np.ndarray, np.ndarray] | None = None, decode_tp=None,
 ) -> np.ndarray:
     """Ship one prompt's KV cache from a prefill instance to a decode instance.
 
-    All of the prefill instance's NICs send in parallel (each device holds its shard); bf16 or
-    the KV precision, full model. `kv_transfer_overlap` hides part of it behind compute.
-    `link` is (bytes/s per device, latency s) per plan when the decode pool is on another
-    hardware type (the slower of the two cards' scale-out links); default the plan's own card's.
+    A request's cache lives on its attention group: the tp x pp x cp devices of one
+    attention-DP rank (pipeline stages hold their layers, context-parallel ranks their share of
+    the prompt), each sending over its own NIC in parallel; bf16 or the KV precision, full
+    model. With grouped-query attention each tensor-parallel rank holds its heads' share. With
+    MLA every tensor-parallel rank holds the same latent vectors, and every attention rank of
+    the decode instance needs them: each prefill rank sends ceil(decode_tp / tp) full copies of
+    its stage (TensorRT-LLM cpp/tensorrt_llm/batch_manager/mlaCacheFormatter.cpp:
+    `formatOutput` sends to each target rank, `needSendCache` lets only every
+    (tp / decode_tp)-th rank send when the decode has fewer). `decode_tp` is the decode
+    instance's attention tensor-parallel size (1 with attention DP); default the prefill's.
+    `kv_transfer_overlap` hides part of the transfer behind compute. `link` is (bytes/s per
+    device, latency s) per plan when the decode pool is on another hardware type (the slower of
+    the two cards' scale-out links); default the plan's own card's.
     """
     i = plans.hw
     bw_dev, lat = (hw.so_bw[i], hw.so_lat[i]) if link is None else link
     bytes_ = np.asarray(tokens, dtype=float) * arch.kv_cache_bytes_per_token(1.0) * PRECISION_BYTES[plans.kvprec]
-    bw = bw_dev * plans.devices
-    return (lat + bytes_ / bw) * (1.0 - engine.kv_transfer_overlap)
+    if arch.is_mla:  # each tensor-parallel rank sends its stage's full latent copies
+        copies = np.ceil((plans.tp if decode_tp is None else np.asarray(decode_tp)) / plans.tp)
+        bytes_, senders = bytes_ * copies, plans.pp * plans.cp
+    else:
+        senders = plans.tp * plans.pp * plans.cp
+    return (lat + bytes_ / (bw_dev * senders)) * (1.0 - engine.kv_transfer_overlap)
 
 
 def _solve_rho(ok_at, n: int, hi: float, iters: int = 40) -> np.ndarray:

@@ -101,7 +101,8 @@ class KvLink:
     @classmethod
     def of(cls, kv_bytes_per_token: float, bandwidth_bytes_s: float, latency_s: float,
            overlap: float = 0.0) -> KvLink:
-        """`bandwidth_bytes_s`: all of the prefill instance's NICs together."""
+        """`bandwidth_bytes_s`: the sending NICs together (solver/perf/runtime.py
+        `kv_transfer_s`: a request's attention group)."""
         keep = 1.0 - overlap
         return cls(latency_s * keep, kv_bytes_per_token / bandwidth_bytes_s * keep)
 

@@ -556,6 +556,32 @@ def test_kv_transfer_hand_number(a70, h100):
     assert t[0] == pytest.approx(10e-6 + 2048 * 327_680 / (8 * 36.5e9), rel=1e-12)
 
 
+def test_kv_transfer_sends_from_one_attention_group(a70, h100):
+    # a request's KV is on its attention-DP rank's tp x pp devices, not on every device: at tp 2
+    # pp 2 dp 2 it crosses 4 NICs (earlier all 8 were counted)
+    t = rt.kv_transfer_s(a70, h100, plans(tp=2, pp=2, dp=2), 2048.0, E)
+    assert t[0] == pytest.approx(10e-6 + 2048 * 327_680 / (4 * 36.5e9), rel=1e-12)
+
+
+def test_mla_kv_transfer_sends_a_latent_copy_to_every_decode_attention_rank(h100):
+    # DeepSeek-V3: 61 layers x (512 + 64) latent elements = 35,136 elements per token, fp8 here
+    # (1 byte). Each tensor-parallel rank holds all of them; every decode attention rank needs
+    # a copy (TensorRT-LLM mlaCacheFormatter.cpp), so over one NIC per prefill rank:
+    ds = arch("deepseek-v3")
+    copy = 2048 * 35_136 * 1.0
+    fp8 = dict(wprec=1, kvprec=1)
+    tp8 = plans(tp=8, **fp8)
+    # TP8 -> TP8 (the default: the prefill's own tp): one copy per rank, in parallel
+    assert rt.kv_transfer_s(ds, h100, tp8, 2048.0, E)[0] == pytest.approx(10e-6 + copy / 36.5e9, rel=1e-12)
+    # attention DP 8 (tp 1) -> TP8 decode: the one rank holding the request sends 8 copies
+    dep8 = plans(tp=1, dp=8, **fp8)
+    assert rt.kv_transfer_s(ds, h100, dep8, 2048.0, E, decode_tp=8)[0] == pytest.approx(
+        10e-6 + 8 * copy / 36.5e9, rel=1e-12)
+    # TP8 -> attention-DP decode (tp 1): one copy from one rank
+    assert rt.kv_transfer_s(ds, h100, tp8, 2048.0, E, decode_tp=1)[0] == pytest.approx(
+        10e-6 + copy / 36.5e9, rel=1e-12)
+
+
 # ---- closed loop (estimate --concurrency) ---------------------------------------------------
 
 
