@@ -10,8 +10,8 @@ parallelism. `*_batch` is the engine's batch limit per attention-data-parallel r
 (TensorRT-LLM's `max_batch_size` with attention DP is per rank): a worker runs at most
 batch x dp sequences, and clients beyond a decode pool's slots wait for one. (aiconfigurator's
 database dumps record concurrency / (decode_workers x decode_dp) there;
-benchmarks/silicon_disagg_to_validate.py writes the InferenceX recipes' limit instead where it
-is known, `benchmarks/inferencex_disagg_recipes.py`.)
+benchmarks/inferencex_disagg_recipes.py writes the InferenceX recipes' limit instead where it
+is known.)
 
 The KV cache crosses the scale-out network as the planner charges it
 (solver/perf/runtime.py `kv_transfer_s`: the NICs of a request's attention group in parallel,
