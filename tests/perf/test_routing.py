@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -49,12 +51,40 @@ def test_load_balanced_placement_mixes_hot_and_cold():
     assert ExpertRouting(shares, top_k=1, placement="in_order").busiest_share([2])[0] == pytest.approx(0.7)
 
 
-def test_balanced_touched_matches_closed_form():
+def binomial_expected_max(n: int, h: float, ranks: int) -> float:
+    """E[max of `ranks` iid Binomial(n, h)] = sum over x < n of 1 - P(X <= x)^ranks."""
+    cdf = 0.0
+    total = 0.0
+    for x in range(n):
+        cdf += math.comb(n, x) * h**x * (1 - h) ** (n - x)
+        total += 1.0 - cdf**ranks
+    return total
+
+
+def test_balanced_touched_is_the_busiest_ranks_expectation():
     r = ExpertRouting.of(None, 128, 1)
-    # 128 experts, top-1, 64 tokens, 8 ranks: 16 x (1 - (127/128)^64) = 16 x (1 - 0.60534) = 6.3145
-    assert r.touched([64.0], [8])[0] == pytest.approx(16 * (1 - (127 / 128) ** 64), rel=1e-12)
-    assert r.touched([64.0], [8])[0] == pytest.approx(6.3145, rel=1e-4)
+    # 128 experts, top-1, 64 tokens, 8 ranks of 16: each expert touched with h = 1 - (127/128)^64
+    # = 0.39466, a rank's mean 16 h = 6.3145 experts; the busiest of 8 ranks reads 9.1144
+    h = 1 - (127 / 128) ** 64
+    assert r.touched([64.0], [8])[0] == pytest.approx(binomial_expected_max(16, h, 8), rel=1e-12)
+    assert r.touched([64.0], [8])[0] == pytest.approx(9.1144, rel=1e-4)
+    assert r.touched([64.0], [1])[0] == pytest.approx(128 * h, rel=1e-12)  # one rank: the mean
     assert r.busiest_share([8, 16]) == pytest.approx([1 / 8, 1 / 16])
+
+
+def test_busiest_rank_matches_monte_carlo_of_deepseeks_routing():
+    # top-8 of 256 experts (DeepSeek-V3) on 8 ranks, tokens drawing 8 distinct experts each:
+    # the busiest rank's distinct experts, simulated, against the model (independent experts)
+    r = ExpertRouting.of(None, 256, 8)
+    rng = np.random.default_rng(0)
+    for T, mean in ((1, 1.0), (4, 3.82), (16, 12.75)):
+        hit = np.zeros((3000, 256), dtype=bool)
+        for t in range(T):
+            picks = np.argsort(rng.random((3000, 256)), axis=1)[:, :8]
+            np.put_along_axis(hit, picks, True, axis=1)
+        busiest = hit.reshape(3000, 8, 32).sum(axis=2).max(axis=1).mean()
+        assert r.touched([float(T)], [8])[0] == pytest.approx(busiest, rel=0.03)
+        assert busiest > 1.25 * mean  # well above the mean rank's 32 (1 - (1 - 8/256)^T)
 
 
 def test_skewed_touched_hand_values():
@@ -76,8 +106,8 @@ def test_touched_matches_monte_carlo_for_top1():
     picks = rng.choice(16, size=(trials, T), p=shares)
     hit = np.zeros((trials, 16), dtype=bool)
     np.put_along_axis(hit, picks, True, axis=1)
-    per_rank = hit[:, groups].sum(axis=2).mean(axis=0)  # expectation per rank
-    assert r.touched([float(T)], [4])[0] == pytest.approx(per_rank.max(), rel=0.02)
+    busiest = hit[:, groups].sum(axis=2).max(axis=1).mean()  # E[max over ranks]
+    assert r.touched([float(T)], [4])[0] == pytest.approx(busiest, rel=0.02)
 
 
 @settings(max_examples=60, deadline=None)
