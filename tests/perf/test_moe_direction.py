@@ -20,7 +20,7 @@ from solver.perf.stages import Load, stage_time
 from solver.perf.tables import HardwareTable, Plans, precision_code
 from solver.plan.planner import plan
 from solver.problem.load import ResolvedProblem, load_problem
-from tests.perf.test_routing import binomial_expected_max
+from tests.support.binomial import binomial_expected_max
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +117,7 @@ def test_routing_skew_reduces_experts_touched_in_decode():
     touched = [float(rp.archs[i].expert_routing.touched([64.0], [8])[0]) for i in range(3)]
     assert touched[0] > touched[1] > touched[2]
     # balanced: each of a rank's 16 experts touched with h = 1 - (127/128)^64; the busiest of 8
-    # ranks (E[max] of 8 Binomial(16, h), tests/perf/test_routing.py) reads 9.11, the mean 6.31
+    # ranks (E[max] of 8 Binomial(16, h), tests/support/binomial.py) reads 9.11, the mean 6.31
     assert touched[0] == pytest.approx(binomial_expected_max(16, 1 - (127 / 128) ** 64, 8), rel=1e-9)
     # expert weights a 64-sequence decode step reads (all experts on one rank): balanced reads
     # 1.9x what the heavy skew reads (50.5 vs 26.8 experts)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -20,6 +18,7 @@ from solver.perf.routing import (
     zipf_shares,
 )
 from solver.schema.routing import Routing
+from tests.support.binomial import binomial_expected_max
 
 
 def test_zipf_shares_hand_values():
@@ -49,16 +48,6 @@ def test_load_balanced_placement_mixes_hot_and_cold():
     r = ExpertRouting(shares, top_k=1)
     assert r.busiest_share([2])[0] == pytest.approx(0.5)
     assert ExpertRouting(shares, top_k=1, placement="in_order").busiest_share([2])[0] == pytest.approx(0.7)
-
-
-def binomial_expected_max(n: int, h: float, ranks: int) -> float:
-    """E[max of `ranks` iid Binomial(n, h)] = sum over x < n of 1 - P(X <= x)^ranks."""
-    cdf = 0.0
-    total = 0.0
-    for x in range(n):
-        cdf += math.comb(n, x) * h**x * (1 - h) ** (n - x)
-        total += 1.0 - cdf**ranks
-    return total
 
 
 def test_balanced_touched_is_the_busiest_ranks_expectation():

@@ -21,7 +21,7 @@ from solver.catalog.shipped import hardware_card
 from solver.perf.operators.tables import load_table_set, load_tables
 from solver.profiles import hooks
 from solver.profiles.interp import EXTRAPOLATED, INTERPOLATED, MEASURED, ROOFLINE
-from tests.perf.test_routing import binomial_expected_max
+from tests.support.binomial import binomial_expected_max
 
 QWEN = dict(hidden_size=4096, inter_size=1536, topk=8, num_experts=128)
 MAVERICK = dict(hidden_size=5120, inter_size=8192, topk=1, num_experts=128)
